@@ -1,0 +1,97 @@
+//! RepoQA golden vectors: per-task verdicts, pass@1 tables (both comment modes) and the
+//! 180 unit vectors for `sanitize_output`, `remove_comments` and BLEU.
+
+mod common;
+
+use codesweep_tasks::input::{parse_json_document, parse_jsonl};
+use codesweep_tasks::pycompat::json::dumps_indent;
+use codesweep_tasks::repoqa::bleu::{function_similarity, Bleu};
+use codesweep_tasks::repoqa::code::CodeTools;
+use codesweep_tasks::repoqa::score::{official_order, resolve};
+use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaScorer, RepoqaScores};
+use common::{assert_json_close, golden_dir, read, read_jsonl};
+use serde_json::{json, Value};
+
+fn bleu_json(bleu: Bleu) -> Value {
+    match bleu {
+        Bleu::NoOverlap => json!(0),
+        Bleu::Score(x) => json!(x),
+    }
+}
+
+fn check_scores(ignore_comments: bool, expected_folder: &str) {
+    let dir = golden_dir().join("repoqa");
+    let document = parse_json_document("dataset.json", &read(&dir.join("dataset.json"))).unwrap();
+    let dataset = Dataset::from_json("dataset.json", &document).unwrap();
+    let outputs = parse_jsonl("outputs.jsonl", &read(&dir.join("outputs.jsonl")), ModelOutput::from_json);
+    assert!(outputs.errors.is_empty());
+    let mut scorer = RepoqaScorer::new(ignore_comments);
+    let results: Vec<_> = outputs
+        .records
+        .iter()
+        .map(|o| {
+            let (language, repo) = resolve(&dataset, &o.value).unwrap();
+            scorer.score(language, repo, &o.value)
+        })
+        .collect();
+    let results = official_order(results);
+    let expected = read_jsonl(&dir.join(expected_folder).join("results.jsonl"));
+    assert_eq!(results.len(), expected.len());
+    for (i, (ours, theirs)) in results.iter().zip(&expected).enumerate() {
+        assert_json_close(&ours.to_json(), theirs, &format!("{expected_folder} task {i} ({}/{})", ours.repo, ours.name));
+    }
+    let scores = RepoqaScores::from_results(&results);
+    let expected_scores: Value = serde_json::from_slice(&read(&dir.join(expected_folder).join("scores.json"))).unwrap();
+    assert_json_close(&scores.to_json(), &expected_scores, &format!("{expected_folder} scores"));
+    let expected_text = String::from_utf8(read(&dir.join(expected_folder).join("scores.json"))).unwrap();
+    assert_eq!(dumps_indent(&scores.to_json(), 1) + "\n", expected_text, "{expected_folder}: scores.json text");
+}
+
+#[test]
+fn scores_with_comments() {
+    check_scores(false, "expected");
+}
+
+#[test]
+fn scores_ignoring_comments() {
+    check_scores(true, "expected_ignore_comments");
+}
+
+#[test]
+fn unit_vectors() {
+    let vectors = read_jsonl(&golden_dir().join("repoqa/unit_vectors.jsonl"));
+    assert_eq!(vectors.len(), 180);
+    let mut failures = Vec::new();
+    for (i, v) in vectors.iter().enumerate() {
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        let language: Language = text("lang").parse().unwrap();
+        let mut tools = CodeTools::new(language);
+        let context = format!("vector {i} ({} {} {})", text("lang"), text("variant"), text("name"));
+        let sanitized = tools.sanitize_output(&text("input"));
+        if sanitized != text("sanitized") {
+            failures.push(format!("{context}: sanitized {sanitized:?} != {:?}", text("sanitized")));
+            continue;
+        }
+        let removed = tools.remove_comments(&sanitized);
+        if removed != text("comments_removed") {
+            failures.push(format!("{context}: comments_removed {removed:?} != {:?}", text("comments_removed")));
+        }
+        let reference_removed = tools.remove_comments(&text("reference"));
+        if reference_removed != text("reference_comments_removed") {
+            failures.push(format!("{context}: reference_comments_removed {reference_removed:?} != {:?}", text("reference_comments_removed")));
+        }
+        let checks = [
+            ("bleu", function_similarity(&text("candidate"), &text("reference"))),
+            ("bleu_ignore_comments", function_similarity(&text("comments_removed"), &text("reference_comments_removed"))),
+        ];
+        for (key, bleu) in checks {
+            let ours = bleu_json(bleu);
+            let theirs = &v[key];
+            let same_kind = ours.is_f64() == theirs.is_f64();
+            if !same_kind || (ours.as_f64().unwrap() - theirs.as_f64().unwrap()).abs() > 1e-9 {
+                failures.push(format!("{context}: {key} {ours} != {theirs}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
