@@ -1,1 +1,50 @@
-fn main() {}
+//! codesweep: evaluate code models on CrossCodeEval and RepoQA with numbers equal to the
+//! official scripts.
+
+mod files;
+mod score_cceval;
+mod score_repoqa;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Evaluate code models on repository-level benchmarks (CrossCodeEval, RepoQA).
+#[derive(Parser)]
+#[command(name = "codesweep", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Score stored predictions exactly as the official scripts do (no model, no GPU).
+    #[command(subcommand)]
+    Score(ScoreCommand),
+}
+
+#[derive(Subcommand)]
+enum ScoreCommand {
+    /// CrossCodeEval line completion: EM, edit similarity and identifier match
+    /// (amazon-science/cceval scripts/eval_metric.py).
+    Cceval(score_cceval::Args),
+    /// RepoQA Searching Needle Function: BLEU best-match pass@1 at thresholds 0.0..1.0
+    /// (evalplus/repoqa repoqa/compute_score.py).
+    Repoqa(score_repoqa::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Score(ScoreCommand::Cceval(args)) => score_cceval::run(args),
+        Command::Score(ScoreCommand::Repoqa(args)) => score_repoqa::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

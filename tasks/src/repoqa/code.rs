@@ -7,6 +7,7 @@ use regex::Regex;
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Parser, Query, QueryCursor};
 
+use super::grammars::RepoqaGrammars;
 use super::Language;
 use crate::pycompat::text::{py_strip, PY_SPACE_CLASS, PY_WORD_CLASS};
 
@@ -15,16 +16,6 @@ use crate::pycompat::text::{py_strip, PY_SPACE_CLASS, PY_WORD_CLASS};
 static FENCED_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!("(?ms)^```(?:{PY_WORD_CLASS}+)?{PY_SPACE_CLASS}*\n(.*?)^```")).expect("static regex")
 });
-
-fn grammar(language: Language) -> tree_sitter::Language {
-    match language {
-        Language::Python => tree_sitter_python::LANGUAGE.into(),
-        Language::Cpp => tree_sitter_cpp::LANGUAGE.into(),
-        Language::Java => tree_sitter_java::LANGUAGE.into(),
-        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        Language::Rust => tree_sitter_rust::LANGUAGE.into(),
-    }
-}
 
 /// The official `FUNCTION_QUERY`.
 fn function_query(language: Language) -> &'static str {
@@ -54,9 +45,9 @@ pub struct CodeTools {
 }
 
 impl CodeTools {
-    /// Builds the parser and queries for `language`.
-    pub fn new(language: Language) -> Self {
-        let grammar = grammar(language);
+    /// Builds the parser and queries for `language` from `grammars`.
+    pub fn new(language: Language, grammars: &RepoqaGrammars) -> Self {
+        let grammar = grammars.grammar(language);
         let mut parser = Parser::new();
         parser.set_language(&grammar).expect("bundled grammars match the tree-sitter runtime");
         let compile = |source: &str| Query::new(&grammar, source).expect("official queries compile for bundled grammars");
@@ -123,7 +114,7 @@ mod tests {
 
     #[test]
     fn sanitize_picks_first_function_of_first_block_with_one() {
-        let mut tools = CodeTools::new(Language::Python);
+        let mut tools = CodeTools::new(Language::Python, &RepoqaGrammars::Bundled);
         let out = "Here:\n```python\nimport os\n```\ntext\n```\n@cache\ndef f(x):\n    return x\n\ndef g(): pass\n```\nbye";
         assert_eq!(tools.sanitize_output(out), "def f(x):\n    return x");
         assert_eq!(tools.sanitize_output("  no fence here  "), "no fence here");
@@ -134,9 +125,9 @@ mod tests {
 
     #[test]
     fn typescript_drops_export_and_cpp_needs_plain_identifier() {
-        let mut ts = CodeTools::new(Language::TypeScript);
+        let mut ts = CodeTools::new(Language::TypeScript, &RepoqaGrammars::Bundled);
         assert_eq!(ts.sanitize_output("```ts\nexport function f(a: number) { return a; }\n```"), "function f(a: number) { return a; }");
-        let mut cpp = CodeTools::new(Language::Cpp);
+        let mut cpp = CodeTools::new(Language::Cpp, &RepoqaGrammars::Bundled);
         let method = "```cpp\nvoid A::m() {}\n```";
         assert_eq!(cpp.sanitize_output(method), "void A::m() {}\n");
         assert_eq!(cpp.sanitize_output("```cpp\nstatic int g(int x) { return x; }\n```"), "static int g(int x) { return x; }");
@@ -144,10 +135,10 @@ mod tests {
 
     #[test]
     fn comments_and_docstrings_are_removed() {
-        let mut py = CodeTools::new(Language::Python);
+        let mut py = CodeTools::new(Language::Python, &RepoqaGrammars::Bundled);
         let src = "def f():\n    \"\"\"Doc.\"\"\"\n    x = 1  # c\n    'bare'\n    return x\n";
         assert_eq!(py.remove_comments(src), "def f():\n    \n    x = 1  \n    \n    return x\n");
-        let mut rust = CodeTools::new(Language::Rust);
+        let mut rust = CodeTools::new(Language::Rust, &RepoqaGrammars::Bundled);
         assert_eq!(rust.remove_comments("fn f() { /* b */ 1 } // é\n"), "fn f() {  1 } \n");
     }
 }

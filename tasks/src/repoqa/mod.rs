@@ -4,6 +4,7 @@
 
 pub mod bleu;
 pub mod code;
+pub mod grammars;
 pub mod score;
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use crate::input::{field, kind, str_field, FieldError, RecordError};
 
+pub use grammars::RepoqaGrammars;
 pub use score::{RepoqaScorer, RepoqaScores, TaskResult, THRESHOLDS};
 
 /// The RepoQA languages.

@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::bleu::{function_similarity, Bleu};
 use super::code::CodeTools;
+use super::grammars::RepoqaGrammars;
 use super::{Dataset, Language, ModelOutput, Repo};
 use crate::pycompat::json::float_repr;
 
@@ -63,19 +64,21 @@ impl TaskResult {
 /// Scores outputs against a dataset. Holds parsers; make one per thread.
 pub struct RepoqaScorer {
     ignore_comments: bool,
+    grammars: RepoqaGrammars,
     tools: HashMap<Language, CodeTools>,
     clean_needles: HashMap<(String, String), Vec<String>>,
 }
 
 impl RepoqaScorer {
     /// A scorer; with `ignore_comments` comments and docstrings are removed from both the
-    /// answer and the needles before matching.
-    pub fn new(ignore_comments: bool) -> Self {
-        Self { ignore_comments, tools: HashMap::new(), clean_needles: HashMap::new() }
+    /// answer and the needles before matching. `grammars` chooses the tree-sitter grammars.
+    pub fn new(ignore_comments: bool, grammars: RepoqaGrammars) -> Self {
+        Self { ignore_comments, grammars, tools: HashMap::new(), clean_needles: HashMap::new() }
     }
 
     fn tools(&mut self, language: Language) -> &mut CodeTools {
-        self.tools.entry(language).or_insert_with(|| CodeTools::new(language))
+        let grammars = &self.grammars;
+        self.tools.entry(language).or_insert_with(|| CodeTools::new(language, grammars))
     }
 
     /// The official `needle_evaluator` plus the task record of `compute_score`.
@@ -235,7 +238,7 @@ mod tests {
 
     #[test]
     fn best_needle_wins_and_ties_keep_the_first() {
-        let mut scorer = RepoqaScorer::new(false);
+        let mut scorer = RepoqaScorer::new(false, RepoqaGrammars::Bundled);
         // A fenced answer is cut to the function node, which leaves out the trailing comment.
         let fenced = scorer.score(Language::Rust, &repo(), &output("add", "```rust\nfn add(a: u8, b: u8) -> u8 { a + b } // sum\n```"));
         assert!(fenced.is_best_similar && fenced.best_similar_score.value() < 1.0);
@@ -253,15 +256,15 @@ mod tests {
     #[test]
     fn ignoring_comments_changes_the_match() {
         let answer = output("add", "fn add(a: u8, b: u8) -> u8 { a + b }");
-        let plain = RepoqaScorer::new(false).score(Language::Rust, &repo(), &answer);
-        let clean = RepoqaScorer::new(true).score(Language::Rust, &repo(), &answer);
+        let plain = RepoqaScorer::new(false, RepoqaGrammars::Bundled).score(Language::Rust, &repo(), &answer);
+        let clean = RepoqaScorer::new(true, RepoqaGrammars::Bundled).score(Language::Rust, &repo(), &answer);
         assert!(plain.best_similar_score.value() < 1.0);
         assert_eq!(clean.best_similar_score, Bleu::Score(1.0));
     }
 
     #[test]
     fn scores_pool_all_and_split_languages() {
-        let mut scorer = RepoqaScorer::new(false);
+        let mut scorer = RepoqaScorer::new(false, RepoqaGrammars::Bundled);
         let mut results = vec![
             scorer.score(Language::Rust, &repo(), &output("add", "fn add(a: u8, b: u8) -> u8 { a + b } // sum")),
             scorer.score(Language::Rust, &repo(), &output("sub", "")),

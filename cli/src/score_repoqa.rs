@@ -1,0 +1,131 @@
+//! `codesweep score repoqa`: the official RepoQA Searching-Needle-Function scorer.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use codesweep_tasks::input::{parse_json_document, parse_jsonl, RecordError};
+use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
+use codesweep_tasks::repoqa::score::{official_order, resolve};
+use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaGrammars, RepoqaScorer, RepoqaScores};
+use rayon::prelude::*;
+
+use crate::files::{handle_invalid, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
+
+/// Score RepoQA model outputs.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Official dataset JSON: `{lang: [{repo, content, needles, ...}]}`.
+    #[arg(long, value_name = "FILE")]
+    dataset: PathBuf,
+    /// Model outputs, one JSON object per line: `language`, `repo`, `name`, `output` (list;
+    /// the first item is scored), `position_ratio`, `needle_token_start`, `needle_token_end`.
+    #[arg(long, value_name = "FILE")]
+    outputs: PathBuf,
+    /// Remove comments (and Python docstrings) from answers and needles before matching,
+    /// as the official `--ignore-comments`.
+    #[arg(long)]
+    ignore_comments: bool,
+    /// Output directory: scores.json, results.jsonl, table.txt.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Score the valid outputs and report how many were skipped, instead of stopping at
+    /// malformed lines, missing fields or unknown languages/repositories.
+    #[arg(long)]
+    skip_invalid: bool,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Tree-sitter grammars: `auto` uses the official scorer's grammar binaries
+    /// (tree-sitter-languages 1.10.2, fetched by scripts/fetch-repoqa-grammars.sh) when
+    /// present and the bundled ones otherwise; `bundled`; or a path to a `languages.so`.
+    #[arg(long, value_name = "auto|bundled|PATH", default_value = "auto")]
+    grammars: String,
+}
+
+fn choose_grammars(choice: &str) -> Result<RepoqaGrammars> {
+    match choice {
+        "bundled" => Ok(RepoqaGrammars::Bundled),
+        "auto" => match RepoqaGrammars::default_reference_path().filter(|p| p.is_file()) {
+            Some(path) => Ok(RepoqaGrammars::load_reference(&path)?),
+            None => {
+                eprintln!(
+                    "warning: the official RepoQA grammars are not installed, using the bundled ones; they agree \
+                     except on error-recovered code with --ignore-comments. Run scripts/fetch-repoqa-grammars.sh \
+                     for exact official numbers."
+                );
+                Ok(RepoqaGrammars::Bundled)
+            }
+        },
+        path => Ok(RepoqaGrammars::load_reference(std::path::Path::new(path))?),
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let grammars = choose_grammars(&args.grammars)?;
+    let dataset_name = args.dataset.display().to_string();
+    let outputs_name = args.outputs.display().to_string();
+    let document = parse_json_document(&dataset_name, &read_input(&args.dataset)?)?;
+    let dataset = Dataset::from_json(&dataset_name, &document).context("invalid RepoQA dataset")?;
+    let outputs = parse_jsonl(&outputs_name, &read_input(&args.outputs)?, ModelOutput::from_json);
+
+    let mut errors = outputs.errors.clone();
+    let mut tasks = Vec::new();
+    for record in &outputs.records {
+        match resolve(&dataset, &record.value) {
+            Ok((language, repo)) => tasks.push((language, repo, &record.value)),
+            Err((field, message)) => {
+                errors.push(RecordError { file: outputs_name.clone(), line: record.line, field: Some(field), message })
+            }
+        }
+    }
+    errors.sort_by_key(|e| e.line);
+    handle_invalid(&errors, args.skip_invalid)?;
+    if tasks.is_empty() {
+        bail!("no output in {outputs_name} can be scored against {dataset_name}");
+    }
+
+    let pool = thread_pool(args.threads)?;
+    let bar = progress(tasks.len(), "scoring");
+    let scoring = Instant::now();
+    let results: Vec<_> = pool.install(|| {
+        tasks
+            .par_iter()
+            .map_init(
+                || RepoqaScorer::new(args.ignore_comments, grammars.clone()),
+                |scorer, (language, repo, output)| {
+                    let result = scorer.score(*language, repo, output);
+                    bar.inc(1);
+                    result
+                },
+            )
+            .collect()
+    });
+    let scoring_time = scoring.elapsed();
+    bar.finish_and_clear();
+    let results = official_order(results);
+    let scores = RepoqaScores::from_results(&results);
+
+    output_dir(&args.out)?;
+    let lines: String = results.iter().map(|r| dumps(&r.to_json()) + "\n").collect();
+    write_atomic(&args.out, "results.jsonl", &lines)?;
+    write_atomic(&args.out, "scores.json", &(dumps_indent(&scores.to_json(), 1) + "\n"))?;
+    let table = scores.table();
+    write_atomic(&args.out, "table.txt", &table)?;
+
+    let mode = if args.ignore_comments { "comments ignored" } else { "comments kept" };
+    let report = format!(
+        "RepoQA pass@1 (%), {} tasks, {mode}, {}\n{table}results in {}\n",
+        results.len(),
+        grammars.describe(),
+        args.out.display()
+    );
+    print_stdout(&report)?;
+    eprintln!(
+        "scored {} tasks in {:.3} s ({} threads)",
+        results.len(),
+        scoring_time.as_secs_f64(),
+        pool.current_num_threads()
+    );
+    Ok(())
+}
