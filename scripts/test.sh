@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it: fetch the official RepoQA grammars (checksummed,
 # idempotent), then every test of the workspace, golden vectors included
-# (they read ../shared/golden, or $CODESWEEP_GOLDEN).
+# (they read ../shared/golden, or $CODESWEEP_GOLDEN). Ends with a total line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/fetch-repoqa-grammars.sh
-cargo test --workspace --locked
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+awk '/^test result:/ {passed += $4; failed += $6} END {printf "%d passed, %d failed\n", passed, failed}' "$log"
+exit "$status"

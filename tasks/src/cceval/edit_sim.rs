@@ -118,9 +118,9 @@ impl<'b> SequenceMatcher<'b> {
         // j2len[j] = length of the longest match ending at a[i-1], b[j].
         let mut j2len: HashMap<usize, usize> = HashMap::new();
         let mut next: HashMap<usize, usize> = HashMap::new();
-        for i in alo..ahi {
+        for (i, item) in a.iter().enumerate().take(ahi).skip(alo) {
             next.clear();
-            if let Some(positions) = self.b2j.get(&a[i]) {
+            if let Some(positions) = self.b2j.get(item) {
                 for &j in positions {
                     if j < blo {
                         continue;

@@ -146,6 +146,10 @@ mod tests {
         // An unterminated quote removes nothing; the escaped quote keeps the literal open.
         assert_eq!(ids("f('a, b) + g(\"x\\\"y\")", Language::Python), ["f", "a", "b", "g"]);
         assert_eq!(ids("", Language::Python), Vec::<String>::new());
+        // Values from the official extract_identifiers.
+        assert_eq!(ids("f(a, \"b", Language::Python), ["f", "a", "b"]);
+        assert_eq!(ids("s = \"it\\\"s\" + x", Language::Python), ["s", "x"]);
+        assert_eq!(ids("g('x\\\\') + y", Language::Python), ["g", "y"]);
         // Literal spanning a newline is removed as a whole.
         assert_eq!(ids("a = 'x\ny' + b", Language::Python), ["a", "b"]);
     }

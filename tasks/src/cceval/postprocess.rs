@@ -180,6 +180,25 @@ mod tests {
     }
 
     #[test]
+    fn unbalanced_brackets_follow_the_official_error_check() {
+        // Expected values from the official get_python_one_statement (tree-sitter-python 0.25.0).
+        // tree-sitter repairs some gaps with MISSING nodes, which are not ERROR nodes.
+        let mut cutter = PythonStatementCutter::new();
+        let cases = [
+            ("x = foo(", "a, b\ny = 1\n", "a, b\ny = 1\n"),
+            ("x = foo(", "a, b)\ny\n", "a, b)"),
+            ("d = {", "\"k\": [1, 2\n}\n", "\"k\": [1, 2\n}"),
+            ("if x", ":\n    pass\n", ":"),
+            ("s = ", "\"abc\ndef\"\n", "\"abc\ndef\"\n"),
+            ("x = [", "]]\nz\n", "]]\nz\n"),
+        ];
+        for (prompt, completion, expected) in cases {
+            assert_eq!(cutter.cut(prompt, completion), expected, "{prompt:?} + {completion:?}");
+        }
+        assert_eq!(cut_bracket_statement("foo(a[i], b"), "foo(a[i], b");
+    }
+
+    #[test]
     fn incremental_and_fresh_parsing_agree() {
         let mut cutter = PythonStatementCutter::new();
         let prompt = "class A:\n    def m(self):\n        s = \"é\"\n        return self.";

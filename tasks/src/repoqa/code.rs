@@ -96,7 +96,7 @@ impl CodeTools {
             }
         }
         // Python's `sort(key=start_byte, reverse=True)` is stable: equal starts keep query order.
-        spans.sort_by(|a, b| b.0.cmp(&a.0));
+        spans.sort_by_key(|span| std::cmp::Reverse(span.0));
         let mut bytes = source.as_bytes().to_vec();
         for (start, end) in spans {
             let (start, end) = (start.min(bytes.len()), end.min(bytes.len()));
