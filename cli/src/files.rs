@@ -8,6 +8,18 @@ use anyhow::{bail, Context, Result};
 use codesweep_tasks::input::RecordError;
 use indicatif::{ProgressBar, ProgressStyle};
 
+/// Flags every scoring command shares.
+#[derive(clap::Args)]
+pub struct ScoringFlags {
+    /// Score the valid records and report how many were skipped (with file, line and field),
+    /// instead of stopping at malformed lines, missing fields or records that match nothing.
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
 /// Reads a whole input file, naming it in the error.
 pub fn read_input(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))

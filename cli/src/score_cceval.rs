@@ -10,7 +10,7 @@ use codesweep_tasks::input::parse_jsonl;
 use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
 use rayon::prelude::*;
 
-use crate::files::{handle_invalid, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
+use crate::files::{handle_invalid, ScoringFlags, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
 
 /// Language of the examples.
 #[derive(Clone, Copy, ValueEnum)]
@@ -50,13 +50,8 @@ pub struct Args {
     /// detailed_results.json), prediction_truncated.jsonl, exact_match_idx.jsonl.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Score the valid records and report how many were skipped, instead of stopping at
-    /// malformed lines, missing fields or predictions that do not match the examples.
-    #[arg(long)]
-    skip_invalid: bool,
-    /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    flags: ScoringFlags,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -77,12 +72,12 @@ pub fn run(args: Args) -> Result<()> {
     let predictions = parse_jsonl(&predictions_name, &read_input(&args.predictions)?, Prediction::from_json);
     let pairing = pair_predictions(&examples_name, &examples.records, &predictions_name, &predictions.records);
     let errors: Vec<_> = examples.errors.iter().chain(&predictions.errors).chain(&pairing.errors).cloned().collect();
-    handle_invalid(&errors, args.skip_invalid)?;
+    handle_invalid(&errors, args.flags.skip_invalid)?;
     if pairing.pairs.is_empty() {
         bail!("no prediction in {predictions_name} matches an example in {examples_name}; nothing to score");
     }
 
-    let pool = thread_pool(args.threads)?;
+    let pool = thread_pool(args.flags.threads)?;
     let bar = progress(pairing.pairs.len(), "scoring");
     let scoring = Instant::now();
     let scored: Vec<_> = pool.install(|| {

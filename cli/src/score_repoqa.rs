@@ -10,7 +10,7 @@ use codesweep_tasks::repoqa::score::{official_order, resolve};
 use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaGrammars, RepoqaScorer, RepoqaScores};
 use rayon::prelude::*;
 
-use crate::files::{handle_invalid, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
+use crate::files::{handle_invalid, ScoringFlags, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
 
 /// Score RepoQA model outputs.
 #[derive(clap::Args)]
@@ -29,13 +29,8 @@ pub struct Args {
     /// Output directory: scores.json, results.jsonl, table.txt.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Score the valid outputs and report how many were skipped, instead of stopping at
-    /// malformed lines, missing fields or unknown languages/repositories.
-    #[arg(long)]
-    skip_invalid: bool,
-    /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    flags: ScoringFlags,
     /// Tree-sitter grammars: `auto` uses the official scorer's grammar binaries
     /// (tree-sitter-languages 1.10.2, fetched by scripts/fetch-repoqa-grammars.sh) when
     /// present and the bundled ones otherwise; `bundled`; or a path to a `languages.so`.
@@ -80,12 +75,12 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     errors.sort_by_key(|e| e.line);
-    handle_invalid(&errors, args.skip_invalid)?;
+    handle_invalid(&errors, args.flags.skip_invalid)?;
     if tasks.is_empty() {
         bail!("no output in {outputs_name} can be scored against {dataset_name}");
     }
 
-    let pool = thread_pool(args.threads)?;
+    let pool = thread_pool(args.flags.threads)?;
     let bar = progress(tasks.len(), "scoring");
     let scoring = Instant::now();
     let results: Vec<_> = pool.install(|| {
