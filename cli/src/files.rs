@@ -1,7 +1,7 @@
 //! Reading inputs and writing outputs: atomic writes, progress bars, thread pools, and the
 //! report of invalid records.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -27,12 +27,11 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>> {
 
 /// Writes `contents` to `dir/name` atomically (temporary file, then rename), so an
 /// interrupted run never leaves a half-written result.
-pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> Result<PathBuf> {
+pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> Result<()> {
     let target = dir.join(name);
     let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     std::fs::write(&temporary, contents).with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, &target).with_context(|| format!("cannot move {} into place", target.display()))?;
-    Ok(target)
+    std::fs::rename(&temporary, &target).with_context(|| format!("cannot move {} into place", target.display()))
 }
 
 /// Creates the output directory.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use clap::builder::TypedValueParser;
 use clap::ValueEnum;
 use codesweep_tasks::cceval::{pair_predictions, CcevalScorer, CcevalSummary, EditSimBackend, Example, Language, Prediction};
 use codesweep_tasks::input::parse_jsonl;
@@ -11,15 +12,6 @@ use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
 use rayon::prelude::*;
 
 use crate::files::{handle_invalid, ScoringFlags, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
-
-/// Language of the examples.
-#[derive(Clone, Copy, ValueEnum)]
-enum LanguageArg {
-    Python,
-    Java,
-    Typescript,
-    Csharp,
-}
 
 /// Edit-similarity implementation.
 #[derive(Clone, Copy, ValueEnum)]
@@ -41,8 +33,8 @@ pub struct Args {
     predictions: PathBuf,
     /// Language of the examples; Python cuts at the first complete statement (tree-sitter),
     /// the others after the first `;`, `{` or `}`.
-    #[arg(long, value_enum)]
-    language: LanguageArg,
+    #[arg(long, value_parser = language_parser())]
+    language: Language,
     /// Edit-similarity backend; `difflib` reproduces the official environment.
     #[arg(long, value_enum, default_value = "difflib")]
     edit_sim: EditSimArg,
@@ -54,14 +46,14 @@ pub struct Args {
     flags: ScoringFlags,
 }
 
+/// Accepts exactly the names of [`Language::ALL`] and lists them in `--help`.
+fn language_parser() -> impl TypedValueParser<Value = Language> {
+    clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
+}
+
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
-    let language = match args.language {
-        LanguageArg::Python => Language::Python,
-        LanguageArg::Java => Language::Java,
-        LanguageArg::Typescript => Language::TypeScript,
-        LanguageArg::Csharp => Language::CSharp,
-    };
+    let language = args.language;
     let backend = match args.edit_sim {
         EditSimArg::Difflib => EditSimBackend::Difflib,
         EditSimArg::Levenshtein => EditSimBackend::Levenshtein,

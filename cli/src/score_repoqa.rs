@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use codesweep_tasks::input::{parse_json_document, parse_jsonl, RecordError};
+use codesweep_tasks::input::{parse_json_document, parse_jsonl};
 use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
 use codesweep_tasks::repoqa::score::{official_order, resolve};
 use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaGrammars, RepoqaScorer, RepoqaScores};
@@ -69,9 +69,7 @@ pub fn run(args: Args) -> Result<()> {
     for record in &outputs.records {
         match resolve(&dataset, &record.value) {
             Ok((language, repo)) => tasks.push((language, repo, &record.value)),
-            Err((field, message)) => {
-                errors.push(RecordError { file: outputs_name.clone(), line: record.line, field: Some(field), message })
-            }
+            Err(e) => errors.push(e.at(&outputs_name, record.line)),
         }
     }
     errors.sort_by_key(|e| e.line);

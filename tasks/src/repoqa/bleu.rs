@@ -29,12 +29,14 @@ impl Bleu {
     }
 }
 
-/// RepoQA `compute_function_similarity(candidate, reference)`: tokens are
-/// `re.split(r"\s+", s.strip())`.
+/// RepoQA `compute_function_similarity(candidate, reference)`.
 pub fn function_similarity(candidate: &str, reference: &str) -> Bleu {
-    let candidate = py_split_whitespace(py_strip(candidate));
-    let reference = py_split_whitespace(py_strip(reference));
-    sentence_bleu(&reference, &candidate)
+    sentence_bleu(&function_tokens(reference), &function_tokens(candidate))
+}
+
+/// The tokens RepoQA compares: `re.split(r"\s+", s.strip())`.
+pub fn function_tokens(text: &str) -> Vec<&str> {
+    py_split_whitespace(py_strip(text))
 }
 
 /// NLTK `sentence_bleu([reference], hypothesis, smoothing_function=method4)`.

@@ -26,7 +26,8 @@ pub enum RepoqaGrammars {
 /// Grammars loaded from tree-sitter-languages' `languages.so`.
 pub struct ReferenceGrammars {
     path: PathBuf,
-    languages: Vec<(Language, tree_sitter::Language)>,
+    /// One grammar per language, in `Language::ALL` order.
+    languages: Vec<tree_sitter::Language>,
     // Keeps the shared library mapped for as long as the grammars are used.
     _library: libloading::Library,
 }
@@ -89,7 +90,7 @@ impl RepoqaGrammars {
             if !(min..=max).contains(&abi) {
                 return Err(GrammarError::Abi { path: path.to_path_buf(), language, abi, min, max });
             }
-            languages.push((language, grammar));
+            languages.push(grammar);
         }
         Ok(Self::Reference(Arc::new(ReferenceGrammars { path: path.to_path_buf(), languages, _library: library })))
     }
@@ -114,12 +115,8 @@ impl RepoqaGrammars {
                 Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
                 Language::Rust => tree_sitter_rust::LANGUAGE.into(),
             },
-            Self::Reference(reference) => reference
-                .languages
-                .iter()
-                .find(|(l, _)| *l == language)
-                .map(|(_, g)| g.clone())
-                .unwrap_or_else(|| Self::Bundled.grammar(language)),
+            // `load_reference` loads every language of `Language::ALL`, in that order.
+            Self::Reference(reference) => reference.languages[language as usize].clone(),
         }
     }
 

@@ -34,7 +34,8 @@ pub enum Language {
 }
 
 impl Language {
-    /// All languages in the paper's order.
+    /// All languages in the paper's order (also declaration order: `language as usize`
+    /// indexes this array).
     pub const ALL: [Language; 5] = [Language::Python, Language::Cpp, Language::Java, Language::TypeScript, Language::Rust];
 
     /// The dataset key.

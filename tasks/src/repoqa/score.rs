@@ -4,10 +4,11 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::bleu::{function_similarity, Bleu};
+use super::bleu::{function_tokens, sentence_bleu, Bleu};
 use super::code::CodeTools;
 use super::grammars::RepoqaGrammars;
 use super::{Dataset, Language, ModelOutput, Repo};
+use crate::input::FieldError;
 use crate::pycompat::json::float_repr;
 
 /// The official similarity thresholds.
@@ -66,7 +67,8 @@ pub struct RepoqaScorer {
     ignore_comments: bool,
     grammars: RepoqaGrammars,
     tools: HashMap<Language, CodeTools>,
-    clean_needles: HashMap<(String, String), Vec<String>>,
+    /// Comment-free needle texts by language and repository, made once per repository.
+    clean_needles: HashMap<Language, HashMap<String, Vec<String>>>,
 }
 
 impl RepoqaScorer {
@@ -76,35 +78,31 @@ impl RepoqaScorer {
         Self { ignore_comments, grammars, tools: HashMap::new(), clean_needles: HashMap::new() }
     }
 
-    fn tools(&mut self, language: Language) -> &mut CodeTools {
-        let grammars = &self.grammars;
-        self.tools.entry(language).or_insert_with(|| CodeTools::new(language, grammars))
-    }
-
     /// The official `needle_evaluator` plus the task record of `compute_score`.
     pub fn score(&mut self, language: Language, repo: &Repo, output: &ModelOutput) -> TaskResult {
-        let ignore_comments = self.ignore_comments;
-        let tools = self.tools(language);
+        let grammars = &self.grammars;
+        let tools = self.tools.entry(language).or_insert_with(|| CodeTools::new(language, grammars));
         let mut answer = tools.sanitize_output(&output.output);
+        let ignore_comments = self.ignore_comments;
         if ignore_comments {
             answer = tools.remove_comments(&answer);
         }
-        let needles: Vec<String> = if ignore_comments {
-            let key = (language.name().to_string(), repo.name.clone());
-            if !self.clean_needles.contains_key(&key) {
-                let tools = self.tools(language);
-                let cleaned = repo.needle_texts.iter().map(|t| tools.remove_comments(t)).collect();
-                self.clean_needles.insert(key.clone(), cleaned);
+        let needles: &[String] = if ignore_comments {
+            let cleaned = self.clean_needles.entry(language).or_default();
+            if !cleaned.contains_key(&repo.name) {
+                let texts = repo.needle_texts.iter().map(|t| tools.remove_comments(t)).collect();
+                cleaned.insert(repo.name.clone(), texts);
             }
-            self.clean_needles[&key].clone()
+            &cleaned[&repo.name]
         } else {
-            repo.needle_texts.clone()
+            &repo.needle_texts
         };
         // Strictly greater, starting from (integer) 0: the first best needle wins.
+        let answer_tokens = function_tokens(&answer);
         let mut best = Bleu::NoOverlap;
         let mut best_target = None;
-        for (needle, text) in repo.needles.iter().zip(&needles) {
-            let similarity = function_similarity(&answer, text);
+        for (needle, text) in repo.needles.iter().zip(needles) {
+            let similarity = sentence_bleu(&function_tokens(text), &answer_tokens);
             if similarity.value() > best.value() {
                 best = similarity;
                 best_target = Some(needle.name.clone());
@@ -125,14 +123,15 @@ impl RepoqaScorer {
 }
 
 /// Checks that an output can be scored against `dataset`: known language and repository.
-pub fn resolve<'d>(dataset: &'d Dataset, output: &ModelOutput) -> Result<(Language, &'d Repo), (String, String)> {
-    let language: Language = output.language.parse().map_err(|e| ("language".to_string(), e))?;
+pub fn resolve<'d>(dataset: &'d Dataset, output: &ModelOutput) -> Result<(Language, &'d Repo), FieldError> {
+    let error = |field: &str, message: String| FieldError { field: field.into(), message };
+    let language: Language = output.language.parse().map_err(|e| error("language", e))?;
     if !dataset.languages.contains_key(&output.language) {
-        return Err(("language".into(), format!("the dataset has no language `{}`", output.language)));
+        return Err(error("language", format!("the dataset has no language `{}`", output.language)));
     }
     let repo = dataset
         .repo(&output.language, &output.repo)
-        .ok_or_else(|| ("repo".to_string(), format!("the dataset has no {} repository `{}`", output.language, output.repo)))?;
+        .ok_or_else(|| error("repo", format!("the dataset has no {} repository `{}`", output.language, output.repo)))?;
     Ok((language, repo))
 }
 
