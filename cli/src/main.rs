@@ -2,8 +2,10 @@
 //! official scripts.
 
 mod files;
+mod generate;
 mod score_cceval;
 mod score_repoqa;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -22,6 +24,10 @@ enum Command {
     /// Score stored predictions exactly as the official scripts do (no model, no GPU).
     #[command(subcommand)]
     Score(ScoreCommand),
+    /// Complete a JSONL file of prompts with a local model (GGUF or Hugging Face directory).
+    Generate(generate::Args),
+    /// Serve a local model over a minimal OpenAI-compatible API (POST /v1/completions).
+    Serve(serve::Args),
 }
 
 #[derive(Subcommand)]
@@ -39,6 +45,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(ScoreCommand::Cceval(args)) => score_cceval::run(args),
         Command::Score(ScoreCommand::Repoqa(args)) => score_repoqa::run(args),
+        Command::Generate(args) => generate::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

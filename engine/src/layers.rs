@@ -1,0 +1,263 @@
+//! Building blocks shared by the architectures: norms, rotary positions, the KV cache and
+//! batched attention with per-sequence masks.
+
+use candle_core::{DType, Device, Tensor};
+
+use crate::weights::{Linear, Name, Weights};
+
+/// RMSNorm (LLaMA, Qwen2) or LayerNorm with bias (StarCoder families).
+#[derive(Debug, Clone)]
+pub enum Norm {
+    /// `x / rms(x) * w`.
+    Rms { weight: Tensor, eps: f64 },
+    /// `(x - mean) / std * w + b`.
+    Layer { weight: Tensor, bias: Tensor, eps: f64 },
+}
+
+impl Norm {
+    /// Loads an RMSNorm weight of width `hidden`.
+    pub fn rms(w: &mut Weights, name: &Name, hidden: usize, eps: f64) -> crate::Result<Self> {
+        Ok(Self::Rms { weight: w.vector(name, "weight", hidden)?, eps })
+    }
+
+    /// Loads a LayerNorm weight and bias of width `hidden`.
+    pub fn layer(w: &mut Weights, name: &Name, hidden: usize, eps: f64) -> crate::Result<Self> {
+        Ok(Self::Layer { weight: w.vector(name, "weight", hidden)?, bias: w.vector(name, "bias", hidden)?, eps })
+    }
+
+    /// Normalizes the last dimension of `x`.
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Rms { weight, eps } => candle_nn::ops::rms_norm(&x.contiguous()?, weight, *eps as f32),
+            Self::Layer { weight, bias, eps } => {
+                candle_nn::ops::layer_norm(&x.contiguous()?, weight, bias, *eps as f32)
+            }
+        }
+    }
+}
+
+/// Rotary position tables; each sequence of a batch looks up its own positions.
+#[derive(Debug, Clone)]
+pub struct Rotary {
+    cos: Tensor,
+    sin: Tensor,
+    interleaved: bool,
+}
+
+impl Rotary {
+    /// Tables for positions `0..max_positions` and heads of width `head_dim`.
+    pub fn new(
+        head_dim: usize,
+        max_positions: usize,
+        theta: f64,
+        interleaved: bool,
+        dtype: DType,
+        device: &Device,
+    ) -> candle_core::Result<Self> {
+        let half = head_dim / 2;
+        let inv_freq: Vec<f32> =
+            (0..half).map(|i| (1.0 / theta.powf(2.0 * i as f64 / head_dim as f64)) as f32).collect();
+        let inv_freq = Tensor::from_vec(inv_freq, (1, half), device)?;
+        let positions = Tensor::arange(0u32, max_positions as u32, device)?.to_dtype(DType::F32)?;
+        // (max_positions, half)
+        let freqs = positions.reshape((max_positions, 1))?.broadcast_mul(&inv_freq)?;
+        Ok(Self { cos: freqs.cos()?.to_dtype(dtype)?, sin: freqs.sin()?.to_dtype(dtype)?, interleaved })
+    }
+
+    /// Rotates `x` of shape (b, heads, t, head_dim) by `positions` of shape (b, t).
+    pub fn apply(&self, x: &Tensor, positions: &Tensor) -> candle_core::Result<Tensor> {
+        let (b, t) = positions.dims2()?;
+        let flat = positions.flatten_all()?;
+        let half = self.cos.dim(1)?;
+        // (b, t, half)
+        let cos = self.cos.index_select(&flat, 0)?.reshape((b, t, half))?;
+        let sin = self.sin.index_select(&flat, 0)?.reshape((b, t, half))?;
+        if self.interleaved {
+            candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
+        } else {
+            candle_nn::rotary_emb::rope(&x.contiguous()?, &cos, &sin)
+        }
+    }
+}
+
+/// Keys and values of every layer for the running batch: per layer (b, kv_heads, columns, head_dim).
+#[derive(Debug, Default)]
+pub struct KvCache {
+    layers: Vec<Option<(Tensor, Tensor)>>,
+}
+
+impl KvCache {
+    /// An empty cache for `num_layers` layers.
+    pub fn new(num_layers: usize) -> Self {
+        Self { layers: vec![None; num_layers] }
+    }
+
+    /// Number of cached columns (0 when empty).
+    pub fn columns(&self) -> usize {
+        self.layers.iter().flatten().next().map_or(0, |(k, _)| k.dim(2).unwrap_or(0))
+    }
+
+    /// Appends this step's keys and values of `layer` and returns all of them.
+    pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+        let (k, v) = match self.layers[layer].take() {
+            None => (k, v),
+            Some((pk, pv)) => (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?),
+        };
+        self.layers[layer] = Some((k.clone(), v.clone()));
+        Ok((k, v))
+    }
+
+    /// Keeps only the batch rows `rows` (indices into the current batch), in that order.
+    pub fn retain_rows(&mut self, rows: &Tensor) -> candle_core::Result<()> {
+        for slot in &mut self.layers {
+            if let Some((k, v)) = slot.take() {
+                *slot = Some((k.index_select(rows, 0)?, v.index_select(rows, 0)?));
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the first `n` columns (padding no remaining row needs).
+    pub fn drop_front_columns(&mut self, n: usize) -> candle_core::Result<()> {
+        for slot in &mut self.layers {
+            if let Some((k, v)) = slot.take() {
+                let len = k.dim(2)?;
+                *slot = Some((k.narrow(2, n, len - n)?.contiguous()?, v.narrow(2, n, len - n)?.contiguous()?));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Multi-head attention over per-sequence additive masks.
+///
+/// `q`: (b, heads, t, d); `k`, `v`: (b, kv_heads, columns, d); `mask`: (b, 1, t, columns) with 0 or -inf.
+/// Query heads are grouped over key/value heads without copying the keys. Returns (b, t, heads·d).
+pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+    let (b, heads, t, d) = q.dims4()?;
+    let kv_heads = k.dim(1)?;
+    let columns = k.dim(2)?;
+    let group = heads / kv_heads;
+    // (b, kv_heads, group·t, d): heads sharing a key/value head are adjacent.
+    let q = q.contiguous()?.reshape((b, kv_heads, group * t, d))?;
+    let scores = (q.matmul(&k.t()?)? / (d as f64).sqrt())?;
+    // (b, heads, t, columns)
+    let scores = scores.reshape((b, heads, t, columns))?.broadcast_add(mask)?;
+    let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+    // (b, kv_heads, group·t, d)
+    let y = probs.reshape((b, kv_heads, group * t, columns))?.matmul(&v.contiguous()?)?;
+    y.reshape((b, heads, t, d))?.transpose(1, 2)?.reshape((b, t, heads * d))
+}
+
+/// Self-attention with separate q/k/v projections and rotary positions (LLaMA, Qwen2, StarCoder2).
+#[derive(Debug, Clone)]
+pub struct RotaryAttention {
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+}
+
+impl RotaryAttention {
+    /// Loads the four projections of block `prefix`; `qkv_bias`/`o_bias` say which carry biases.
+    pub fn load(
+        w: &mut Weights,
+        names: [Name; 4],
+        cfg: &crate::config::ModelConfig,
+        qkv_bias: bool,
+        o_bias: bool,
+    ) -> crate::Result<Self> {
+        let (h, d) = (cfg.hidden_size, cfg.head_dim);
+        let [qn, kn, vn, on] = names;
+        Ok(Self {
+            q: w.linear(&qn, cfg.num_heads * d, h, qkv_bias)?,
+            k: w.linear(&kn, cfg.num_kv_heads * d, h, qkv_bias)?,
+            v: w.linear(&vn, cfg.num_kv_heads * d, h, qkv_bias)?,
+            o: w.linear(&on, h, cfg.num_heads * d, o_bias)?,
+            heads: cfg.num_heads,
+            kv_heads: cfg.num_kv_heads,
+            head_dim: d,
+        })
+    }
+
+    /// `x`: (b, t, hidden) → (b, t, hidden); appends this chunk's keys/values to `cache` at `layer`.
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        rotary: &Rotary,
+        positions: &Tensor,
+        mask: &Tensor,
+        cache: &mut KvCache,
+        layer: usize,
+    ) -> candle_core::Result<Tensor> {
+        let (b, t, _) = x.dims3()?;
+        let d = self.head_dim;
+        let split = |y: Tensor, n: usize| y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous();
+        let q = rotary.apply(&split(self.q.forward(x)?, self.heads)?, positions)?;
+        let k = rotary.apply(&split(self.k.forward(x)?, self.kv_heads)?, positions)?;
+        let v = split(self.v.forward(x)?, self.kv_heads)?;
+        let (k, v) = cache.append(layer, k, v)?;
+        self.o.forward(&attention(&q, &k, &v, mask)?)
+    }
+}
+
+/// SiLU-gated MLP (LLaMA, Qwen2): `down(silu(gate(x)) * up(x))`.
+#[derive(Debug, Clone)]
+pub struct GatedMlp {
+    gate: Linear,
+    up: Linear,
+    down: Linear,
+}
+
+impl GatedMlp {
+    /// Loads gate, up and down projections.
+    pub fn load(w: &mut Weights, names: [Name; 3], hidden: usize, inner: usize) -> crate::Result<Self> {
+        let [g, u, d] = names;
+        Ok(Self {
+            gate: w.linear(&g, inner, hidden, false)?,
+            up: w.linear(&u, inner, hidden, false)?,
+            down: w.linear(&d, hidden, inner, false)?,
+        })
+    }
+
+    /// (b, t, hidden) → (b, t, hidden).
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let gate = candle_nn::ops::silu(&self.gate.forward(x)?)?;
+        self.down.forward(&(gate * self.up.forward(x)?)?)
+    }
+}
+
+/// GELU (tanh approximation) MLP with biases (StarCoder, StarCoder2): `proj(gelu(fc(x)))`.
+#[derive(Debug, Clone)]
+pub struct GeluMlp {
+    fc: Linear,
+    proj: Linear,
+}
+
+impl GeluMlp {
+    /// Loads the up (`fc`) and down (`proj`) projections with biases.
+    pub fn load(w: &mut Weights, names: [Name; 2], hidden: usize, inner: usize) -> crate::Result<Self> {
+        let [fc, proj] = names;
+        Ok(Self { fc: w.linear(&fc, inner, hidden, true)?, proj: w.linear(&proj, hidden, inner, true)? })
+    }
+
+    /// (b, t, hidden) → (b, t, hidden).
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        self.proj.forward(&self.fc.forward(x)?.gelu()?)
+    }
+}
+
+/// The last position of each row: (b, t, h) → (b, h).
+pub fn last_position(x: &Tensor) -> candle_core::Result<Tensor> {
+    let t = x.dim(1)?;
+    x.narrow(1, t - 1, 1)?.squeeze(1)
+}
+
+/// Logits as f32 on the model's device: (b, vocab).
+pub fn logits_f32(x: &Tensor, norm: &Norm, head: &Linear) -> candle_core::Result<Tensor> {
+    let x = last_position(x)?.unsqueeze(1)?;
+    head.forward(&norm.forward(&x)?)?.squeeze(1)?.to_dtype(DType::F32)
+}

@@ -1,0 +1,186 @@
+//! The architectures, and loading a model (weights, configuration, tokenizer) from a GGUF file or
+//! a Hugging Face directory.
+
+pub mod gpt_bigcode;
+pub mod llama;
+pub mod starcoder2;
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file;
+use candle_core::{DType, Device, Tensor};
+
+use crate::config::{Architecture, ModelConfig};
+use crate::error::{EngineError, Result};
+use crate::layers::KvCache;
+use crate::tokenizer::{tokenizer_json_from_gguf, TextTokenizer};
+use crate::weights::Weights;
+
+/// A forward pass of one of the supported architectures.
+pub enum Network {
+    /// LLaMA and Qwen2.
+    Llama(llama::Llama),
+    /// StarCoder2.
+    Starcoder2(starcoder2::Starcoder2),
+    /// GPT-BigCode.
+    GptBigcode(gpt_bigcode::GptBigcode),
+}
+
+impl Network {
+    /// Runs `tokens` (b, t) at `positions` (b, t) with `mask` (b, 1, t, columns), appending to
+    /// `cache`; returns the logits of each row's last position, (b, vocab) in f32.
+    pub fn forward(&self, tokens: &Tensor, positions: &Tensor, mask: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        Ok(match self {
+            Self::Llama(m) => m.forward(tokens, positions, mask, cache)?,
+            Self::Starcoder2(m) => m.forward(tokens, positions, mask, cache)?,
+            Self::GptBigcode(m) => m.forward(tokens, positions, mask, cache)?,
+        })
+    }
+}
+
+/// A model ready to generate: network, configuration, tokenizer, device.
+pub struct Model {
+    /// The forward pass.
+    pub network: Network,
+    /// Hyper-parameters.
+    pub config: ModelConfig,
+    /// The tokenizer.
+    pub tokenizer: TextTokenizer,
+    /// Where activations live.
+    pub device: Device,
+    /// The activation dtype (f32 for GGUF; as chosen for safetensors).
+    pub dtype: DType,
+    /// The file or directory it came from.
+    pub path: PathBuf,
+}
+
+/// Parses `cpu` or `cuda:N` (`cuda` = `cuda:0`).
+pub fn parse_device(spec: &str) -> Result<Device> {
+    let err = |message: &str| EngineError::Device { device: spec.to_string(), message: message.to_string() };
+    match spec {
+        "cpu" => Ok(Device::Cpu),
+        s if s == "cuda" || s.starts_with("cuda:") => {
+            let ordinal = match s.strip_prefix("cuda:") {
+                None => 0,
+                Some(n) => n.parse::<usize>().map_err(|_| err("expected cuda:N with N a GPU index"))?,
+            };
+            if !candle_core::utils::cuda_is_available() {
+                return Err(err("this build has no CUDA support; rebuild with `--features cuda`"));
+            }
+            Device::new_cuda(ordinal).map_err(|e| err(&format!("cannot open the GPU: {e}")))
+        }
+        _ => Err(err("expected `cpu` or `cuda:N`")),
+    }
+}
+
+/// Parses `f32`, `f16` or `bf16`.
+pub fn parse_dtype(spec: &str) -> Result<DType> {
+    match spec {
+        "f32" => Ok(DType::F32),
+        "f16" => Ok(DType::F16),
+        "bf16" => Ok(DType::BF16),
+        other => Err(EngineError::Device { device: other.to_string(), message: "dtype must be f32, f16 or bf16".into() }),
+    }
+}
+
+impl Model {
+    /// Loads a `.gguf` file or a Hugging Face directory (`config.json`, `*.safetensors`,
+    /// `tokenizer.json`). `dtype` applies to safetensors weights (default f32 on CPU, f16 on GPU).
+    pub fn load(path: &Path, device: &Device, dtype: Option<DType>) -> Result<Self> {
+        if path.is_dir() {
+            Self::load_hf(path, device, dtype.unwrap_or(if device.is_cpu() { DType::F32 } else { DType::F16 }))
+        } else {
+            Self::load_gguf(path, device)
+        }
+    }
+
+    fn load_gguf(path: &Path, device: &Device) -> Result<Self> {
+        let file = File::open(path).map_err(|source| EngineError::Io { path: path.to_path_buf(), source })?;
+        let mut reader = BufReader::new(file);
+        let content = gguf_file::Content::read(&mut reader).map_err(|e| EngineError::Model {
+            path: path.to_path_buf(),
+            message: format!("not a GGUF file, or its header is corrupt or truncated ({e})"),
+        })?;
+        let config = ModelConfig::from_gguf(path, &content.metadata)?;
+        let built = tokenizer_json_from_gguf(path, &content.metadata)?;
+        let tokenizer = TextTokenizer::from_json(&built.json, built.eos_ids)?;
+        let mut weights = Weights::gguf(path, content, device)?;
+        let network = build_network(&mut weights, &config)?;
+        Ok(Self { network, config, tokenizer, device: device.clone(), dtype: DType::F32, path: path.to_path_buf() })
+    }
+
+    fn load_hf(dir: &Path, device: &Device, dtype: DType) -> Result<Self> {
+        let config_path = dir.join("config.json");
+        let text = std::fs::read_to_string(&config_path)
+            .map_err(|source| EngineError::Io { path: config_path.clone(), source })?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| EngineError::Model {
+            path: config_path.clone(),
+            message: format!("not valid JSON: {e}"),
+        })?;
+        let config = ModelConfig::from_hf_json(&config_path, &json)?;
+        let files = safetensors_files(dir)?;
+        let mut eos_ids = json_ids(json.get("eos_token_id"));
+        if let Ok(gen) = std::fs::read_to_string(dir.join("generation_config.json")) {
+            if let Ok(gen) = serde_json::from_str::<serde_json::Value>(&gen) {
+                eos_ids.extend(json_ids(gen.get("eos_token_id")));
+            }
+        }
+        eos_ids.sort_unstable();
+        eos_ids.dedup();
+        let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), eos_ids)?;
+        let mut weights = Weights::safetensors(dir, &files, device, dtype)?;
+        let network = build_network(&mut weights, &config)?;
+        Ok(Self { network, config, tokenizer, device: device.clone(), dtype, path: dir.to_path_buf() })
+    }
+}
+
+fn build_network(w: &mut Weights, cfg: &ModelConfig) -> Result<Network> {
+    Ok(match cfg.architecture {
+        Architecture::Llama | Architecture::Qwen2 => Network::Llama(llama::Llama::load(w, cfg)?),
+        Architecture::Starcoder2 => Network::Starcoder2(starcoder2::Starcoder2::load(w, cfg)?),
+        Architecture::GptBigcode => Network::GptBigcode(gpt_bigcode::GptBigcode::load(w, cfg)?),
+    })
+}
+
+fn json_ids(v: Option<&serde_json::Value>) -> Vec<u32> {
+    match v {
+        Some(serde_json::Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()).into_iter().collect(),
+        Some(serde_json::Value::Array(a)) => a.iter().filter_map(|n| n.as_u64().and_then(|n| u32::try_from(n).ok())).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `model.safetensors`, or the shards named by `model.safetensors.index.json`.
+fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let index = dir.join("model.safetensors.index.json");
+    if index.exists() {
+        let text = std::fs::read_to_string(&index).map_err(|source| EngineError::Io { path: index.clone(), source })?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| EngineError::Model { path: index.clone(), message: format!("not valid JSON: {e}") })?;
+        let map = json.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| EngineError::Metadata {
+            path: index.clone(),
+            key: "weight_map".into(),
+            message: "missing or not an object".into(),
+        })?;
+        let mut files: Vec<PathBuf> = map.values().filter_map(|v| v.as_str()).map(|f| dir.join(f)).collect();
+        files.sort();
+        files.dedup();
+        for f in &files {
+            if !f.exists() {
+                return Err(EngineError::Model { path: f.clone(), message: "shard listed in the index is missing".into() });
+            }
+        }
+        return Ok(files);
+    }
+    let single = dir.join("model.safetensors");
+    if single.exists() {
+        Ok(vec![single])
+    } else {
+        Err(EngineError::Model {
+            path: dir.to_path_buf(),
+            message: "no model.safetensors or model.safetensors.index.json in this directory".into(),
+        })
+    }
+}

@@ -1,0 +1,119 @@
+//! Tokenizers: a Hugging Face `tokenizer.json`, or one rebuilt from GGUF metadata (see `gguf`).
+
+mod gguf;
+
+use std::path::Path;
+
+use tokenizers::Tokenizer;
+
+use crate::error::{EngineError, Result};
+
+pub use gguf::{tokenizer_json_from_gguf, GgufTokenizer};
+
+/// Fill-in-the-middle marker tokens of a model, as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FimTokens {
+    /// Starts the code before the hole.
+    pub prefix: String,
+    /// Starts the code after the hole.
+    pub suffix: String,
+    /// Asks for the middle.
+    pub middle: String,
+}
+
+/// Marker spellings of the model families we know, as (prefix, suffix, middle).
+const FIM_SPELLINGS: &[(&str, &str, &str)] = &[
+    ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
+    ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
+    ("<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"),
+    ("▁<PRE>", "▁<SUF>", "▁<MID>"),
+];
+
+/// A model's tokenizer with the ids generation needs (end-of-sequence, FIM markers).
+#[derive(Clone)]
+pub struct TextTokenizer {
+    inner: Tokenizer,
+    eos_ids: Vec<u32>,
+    fim: Option<FimTokens>,
+}
+
+impl std::fmt::Debug for TextTokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextTokenizer").field("eos_ids", &self.eos_ids).field("fim", &self.fim).finish()
+    }
+}
+
+impl TextTokenizer {
+    /// Wraps a `tokenizers` tokenizer; `eos_ids` end generation.
+    pub fn new(inner: Tokenizer, eos_ids: Vec<u32>) -> Self {
+        let fim = FIM_SPELLINGS.iter().find_map(|(p, s, m)| {
+            let has = |t: &str| inner.token_to_id(t).is_some();
+            (has(p) && has(s) && has(m)).then(|| FimTokens {
+                prefix: p.trim_start_matches('▁').to_string(),
+                suffix: s.trim_start_matches('▁').to_string(),
+                middle: m.trim_start_matches('▁').to_string(),
+            })
+        });
+        Self { inner, eos_ids, fim }
+    }
+
+    /// Reads a `tokenizer.json` file.
+    pub fn from_file(path: &Path, eos_ids: Vec<u32>) -> Result<Self> {
+        let inner = Tokenizer::from_file(path)
+            .map_err(|e| EngineError::Tokenizer(format!("{}: cannot load: {e}", path.display())))?;
+        Ok(Self::new(inner, eos_ids))
+    }
+
+    /// Parses a `tokenizer.json` document.
+    pub fn from_json(json: &str, eos_ids: Vec<u32>) -> Result<Self> {
+        let inner: Tokenizer =
+            json.parse().map_err(|e| EngineError::Tokenizer(format!("cannot build the tokenizer: {e}")))?;
+        Ok(Self::new(inner, eos_ids))
+    }
+
+    /// Token ids of `text` with the model's special tokens added (e.g. BOS), as the model expects a prompt.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        self.encode_with(text, true)
+    }
+
+    /// Token ids of `text`; `add_special` adds BOS/EOS the way the tokenizer's post-processor says.
+    pub fn encode_with(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
+        let enc = self.inner.encode(text, add_special).map_err(|e| EngineError::Tokenizer(e.to_string()))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// Token strings of `text` without special tokens (the official `tokenizer.tokenize`).
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
+        self.encode_with(text, false)
+    }
+
+    /// Text of `ids`, skipping special tokens.
+    pub fn decode(&self, ids: &[u32]) -> Result<String> {
+        self.inner.decode(ids, true).map_err(|e| EngineError::Tokenizer(e.to_string()))
+    }
+
+    /// Ids that end generation.
+    pub fn eos_ids(&self) -> &[u32] {
+        &self.eos_ids
+    }
+
+    /// The FIM markers, if the vocabulary has a known set.
+    pub fn fim(&self) -> Option<&FimTokens> {
+        self.fim.as_ref()
+    }
+
+    /// Id of a token string, if in the vocabulary.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// Vocabulary size including added tokens.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    /// The underlying `tokenizers` tokenizer.
+    pub fn inner(&self) -> &Tokenizer {
+        &self.inner
+    }
+}

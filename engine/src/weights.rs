@@ -1,0 +1,333 @@
+//! Weight loading by name from a GGUF file (kept quantized) or Hugging Face safetensors (dense).
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle_core::quantized::{gguf_file, GgmlDType, QMatMul, QStorage, QTensor};
+use candle_core::safetensors::MmapedSafetensors;
+use candle_core::{DType, Device, Module, Tensor};
+
+use crate::error::{EngineError, Result};
+
+/// A tensor's name in both layouts: llama.cpp's GGUF name and the Hugging Face name, without the
+/// `.weight` / `.bias` suffix.
+#[derive(Debug, Clone)]
+pub struct Name {
+    gguf: String,
+    hf: String,
+}
+
+impl Name {
+    /// Names a parameter group, e.g. `Name::new("blk.0.attn_q", "model.layers.0.self_attn.q_proj")`.
+    pub fn new(gguf: impl Into<String>, hf: impl Into<String>) -> Self {
+        Self { gguf: gguf.into(), hf: hf.into() }
+    }
+}
+
+/// A linear layer `y = x·Wᵀ + b`; `W` is (out, in), quantized or dense.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    weight: QMatMul,
+    bias: Option<Tensor>,
+}
+
+impl Linear {
+    /// Applies the layer to `x` of shape (…, in), giving (…, out).
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let y = self.weight.forward(x)?;
+        match &self.bias {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+/// A token-embedding table, kept quantized when the file stores it so.
+#[derive(Debug, Clone)]
+pub enum Embedding {
+    /// Rows are dequantized on lookup.
+    Quantized(Arc<QTensor>),
+    /// A dense (vocab, hidden) table.
+    Dense(Tensor),
+}
+
+impl Embedding {
+    /// Looks up `ids` of shape (b, t), giving (b, t, hidden) in `dtype`.
+    pub fn forward(&self, ids: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Quantized(q) => q.embedding(ids)?.to_dtype(dtype),
+            Self::Dense(table) => {
+                let (b, t) = ids.dims2()?;
+                let hidden = table.dim(1)?;
+                table.index_select(&ids.flatten_all()?, 0)?.reshape((b, t, hidden))
+            }
+        }
+    }
+
+    /// The same table as an output projection (tied embeddings).
+    pub fn as_linear(&self) -> candle_core::Result<Linear> {
+        let weight = match self {
+            Self::Quantized(q) => QMatMul::from_arc(q.clone())?,
+            Self::Dense(t) => QMatMul::Tensor(t.clone()),
+        };
+        Ok(Linear { weight, bias: None })
+    }
+
+    /// Number of rows (the vocabulary size).
+    pub fn rows(&self) -> candle_core::Result<usize> {
+        match self {
+            Self::Quantized(q) => q.shape().dim(0),
+            Self::Dense(t) => t.dim(0),
+        }
+    }
+}
+
+enum Source {
+    Gguf { content: gguf_file::Content, reader: BufReader<File> },
+    Safetensors { tensors: MmapedSafetensors },
+}
+
+/// Reads named weights from one model, onto one device, in one compute dtype.
+pub struct Weights {
+    path: PathBuf,
+    source: Source,
+    device: Device,
+    dtype: DType,
+}
+
+impl Weights {
+    /// Opens a GGUF file whose header has already been parsed; checks the file is long enough for
+    /// every tensor the header lists, so a truncated download fails here with a clear message.
+    pub fn gguf(path: &Path, content: gguf_file::Content, device: &Device) -> Result<Self> {
+        let file = File::open(path).map_err(|source| EngineError::Io { path: path.to_path_buf(), source })?;
+        let len = file.metadata().map_err(|source| EngineError::Io { path: path.to_path_buf(), source })?.len();
+        let mut needed = content.tensor_data_offset;
+        for (name, info) in &content.tensor_infos {
+            let elems = info.shape.elem_count();
+            let block = info.ggml_dtype.block_size();
+            if elems % block != 0 {
+                return Err(EngineError::Tensor {
+                    path: path.to_path_buf(),
+                    name: name.clone(),
+                    message: format!("{elems} elements is not a whole number of {:?} blocks", info.ggml_dtype),
+                });
+            }
+            let bytes = (elems / block * info.ggml_dtype.type_size()) as u64;
+            needed = needed.max(content.tensor_data_offset + info.offset + bytes);
+        }
+        if len < needed {
+            return Err(EngineError::Model {
+                path: path.to_path_buf(),
+                message: format!(
+                    "the file is truncated: its tensors need {needed} bytes but it has {len}; download it again"
+                ),
+            });
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            source: Source::Gguf { content, reader: BufReader::new(file) },
+            device: device.clone(),
+            dtype: DType::F32,
+        })
+    }
+
+    /// Memory-maps safetensors files (one, or the shards of an index) of a Hugging Face directory.
+    pub fn safetensors(dir: &Path, files: &[PathBuf], device: &Device, dtype: DType) -> Result<Self> {
+        // SAFETY: the files are opened read-only; like every mmap reader we assume nobody truncates
+        // them while the model is loaded.
+        let tensors = unsafe { MmapedSafetensors::multi(files) }.map_err(|e| EngineError::Model {
+            path: dir.to_path_buf(),
+            message: format!("cannot read safetensors ({e}); the files may be truncated or not safetensors"),
+        })?;
+        Ok(Self { path: dir.to_path_buf(), source: Source::Safetensors { tensors }, device: device.clone(), dtype })
+    }
+
+    /// The device tensors are loaded onto.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The dtype activations are computed in.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Whether the file is GGUF (llama.cpp layout conventions apply).
+    pub fn is_gguf(&self) -> bool {
+        matches!(self.source, Source::Gguf { .. })
+    }
+
+    fn full_name(&self, name: &Name, suffix: &str) -> String {
+        match self.source {
+            Source::Gguf { .. } => format!("{}.{suffix}", name.gguf),
+            Source::Safetensors { .. } => format!("{}.{suffix}", name.hf),
+        }
+    }
+
+    /// Whether the model has `<name>.weight`.
+    pub fn has(&self, name: &Name) -> bool {
+        let full = self.full_name(name, "weight");
+        match &self.source {
+            Source::Gguf { content, .. } => content.tensor_infos.contains_key(&full),
+            Source::Safetensors { tensors } => tensors.get(&full).is_ok(),
+        }
+    }
+
+    fn missing(&self, full: &str, e: impl std::fmt::Display) -> EngineError {
+        EngineError::Tensor { path: self.path.clone(), name: full.to_string(), message: e.to_string() }
+    }
+
+    fn qtensor(&mut self, full: &str) -> Result<QTensor> {
+        let Source::Gguf { content, reader } = &mut self.source else {
+            return Err(self.missing(full, "not a GGUF model"));
+        };
+        if !content.tensor_infos.contains_key(full) {
+            return Err(EngineError::Tensor {
+                path: self.path.clone(),
+                name: full.to_string(),
+                message: "missing from the file".into(),
+            });
+        }
+        let device = self.device.clone();
+        let q = content.tensor(reader, full, &device).map_err(|e| EngineError::Tensor {
+            path: self.path.clone(),
+            name: full.to_string(),
+            message: format!("cannot read: {e}"),
+        })?;
+        if q.dtype() == GgmlDType::Q5_0 && device.is_cpu() {
+            return q5_0_as_q8_0(&q, &device).map_err(|e| self.missing(full, e));
+        }
+        Ok(q)
+    }
+
+    fn dense(&mut self, full: &str) -> Result<Tensor> {
+        let tensor = match &self.source {
+            Source::Gguf { .. } => {
+                let q = self.qtensor(full)?;
+                q.dequantize(&self.device).map_err(|e| self.missing(full, e))?
+            }
+            Source::Safetensors { tensors } => {
+                tensors.load(full, &self.device).map_err(|e| self.missing(full, format!("missing or unreadable: {e}")))?
+            }
+        };
+        tensor.to_dtype(self.dtype).map_err(|e| self.missing(full, e))
+    }
+
+    /// Loads `<name>.weight` as a (out, in) matrix (quantized when the file is) and `<name>.bias` if
+    /// `with_bias`; checks the shape is (`out`, `in_`).
+    pub fn linear(&mut self, name: &Name, out: usize, in_: usize, with_bias: bool) -> Result<Linear> {
+        let full = self.full_name(name, "weight");
+        let weight = if self.is_gguf() {
+            let q = self.qtensor(&full)?;
+            self.check_shape(&full, q.shape().dims(), &[out, in_])?;
+            QMatMul::from_qtensor(q).map_err(|e| self.missing(&full, e))?
+        } else {
+            let t = self.dense(&full)?;
+            self.check_shape(&full, t.dims(), &[out, in_])?;
+            QMatMul::Tensor(t)
+        };
+        let bias = if with_bias { Some(self.vector(&Name::new(&name.gguf, &name.hf), "bias", out)?) } else { None };
+        Ok(Linear { weight, bias })
+    }
+
+    /// Loads the 1-D tensor `<name>.<suffix>` of length `len` (norm weights, biases).
+    pub fn vector(&mut self, name: &Name, suffix: &str, len: usize) -> Result<Tensor> {
+        let full = self.full_name(name, suffix);
+        let t = self.dense(&full)?;
+        self.check_shape(&full, t.dims(), &[len])?;
+        Ok(t)
+    }
+
+    /// Loads a (rows, cols) table as an embedding.
+    pub fn embedding(&mut self, name: &Name, cols: usize) -> Result<Embedding> {
+        let full = self.full_name(name, "weight");
+        if self.is_gguf() {
+            let q = self.qtensor(&full)?;
+            let dims = q.shape().dims().to_vec();
+            if dims.len() != 2 || dims[1] != cols {
+                return Err(self.missing(&full, format!("expected shape (vocab, {cols}), found {dims:?}")));
+            }
+            if cols % q.dtype().block_size() == 0 && !matches!(q.dtype(), GgmlDType::F32) {
+                return Ok(Embedding::Quantized(Arc::new(q)));
+            }
+            let t = q.dequantize(&self.device).map_err(|e| self.missing(&full, e))?;
+            return Ok(Embedding::Dense(t.to_dtype(self.dtype).map_err(|e| self.missing(&full, e))?));
+        }
+        let t = self.dense(&full)?;
+        if t.rank() != 2 || t.dims()[1] != cols {
+            return Err(self.missing(&full, format!("expected shape (vocab, {cols}), found {:?}", t.dims())));
+        }
+        Ok(Embedding::Dense(t))
+    }
+
+    fn check_shape(&self, full: &str, found: &[usize], expected: &[usize]) -> Result<()> {
+        if found == expected {
+            Ok(())
+        } else {
+            Err(self.missing(full, format!("expected shape {expected:?}, found {found:?}")))
+        }
+    }
+}
+
+/// Bytes of one ggml Q5_0 block: f16 scale, 32 high bits, 16 bytes of low nibbles.
+const Q5_0_BLOCK: usize = 22;
+/// Bytes of one ggml Q8_0 block: f16 scale, 32 signed bytes.
+const Q8_0_BLOCK: usize = 34;
+
+/// Re-encodes Q5_0 weights as Q8_0 without changing a single value.
+///
+/// A Q5_0 weight is `d · (q − 16)` with `q` in 0..32, which is exactly the Q8_0 weight with the same
+/// scale `d` and signed byte `q − 16`. Both multiply activations quantized to Q8_0, so results are
+/// bit-identical; candle's CPU backend has a SIMD kernel for Q8_0 but only a scalar one for Q5_0
+/// (about 8× slower here), and the Qwen2.5-Coder GGUFs store most matrices as Q5_0.
+fn q5_0_as_q8_0(q: &QTensor, device: &Device) -> candle_core::Result<QTensor> {
+    let src = q.data()?;
+    if src.len() % Q5_0_BLOCK != 0 {
+        candle_core::bail!("Q5_0 data of {} bytes is not whole blocks", src.len());
+    }
+    let mut out = Vec::with_capacity(src.len() / Q5_0_BLOCK * Q8_0_BLOCK);
+    for block in src.chunks_exact(Q5_0_BLOCK) {
+        let (scale, rest) = block.split_at(2);
+        let (high, low) = rest.split_at(4);
+        let high = u32::from_le_bytes([high[0], high[1], high[2], high[3]]);
+        out.extend_from_slice(scale);
+        let mut values = [0u8; 32];
+        for (j, byte) in low.iter().enumerate() {
+            let lo = (byte & 0x0f) | ((((high >> j) & 1) as u8) << 4);
+            let hi = (byte >> 4) | ((((high >> (j + 16)) & 1) as u8) << 4);
+            values[j] = (lo as i8 - 16) as u8;
+            values[j + 16] = (hi as i8 - 16) as u8;
+        }
+        out.extend_from_slice(&values);
+    }
+    let storage = QStorage::from_data(std::borrow::Cow::Owned(out), device, GgmlDType::Q8_0)?;
+    QTensor::new(storage, q.shape().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q5_0_re_encoding_keeps_every_value() {
+        let values: Vec<f32> = (0..4096).map(|i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0).collect();
+        let t = candle_core::Tensor::from_vec(values, (32, 128), &Device::Cpu).unwrap();
+        let q5 = QTensor::quantize(&t, GgmlDType::Q5_0).unwrap();
+        let q8 = q5_0_as_q8_0(&q5, &Device::Cpu).unwrap();
+        assert_eq!(q8.dtype(), GgmlDType::Q8_0);
+        let a: Vec<f32> = q5.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        let b: Vec<f32> = q8.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!(a, b);
+        // And the products with activations agree to the bit.
+        let x = candle_core::Tensor::from_vec((0..256).map(|i| (i as f32).sin()).collect::<Vec<_>>(), (2, 128), &Device::Cpu).unwrap();
+        let ya: Vec<Vec<f32>> = QMatMul::from_qtensor(q5).unwrap().forward(&x).unwrap().to_vec2().unwrap();
+        let yb: Vec<Vec<f32>> = QMatMul::from_qtensor(q8).unwrap().forward(&x).unwrap().to_vec2().unwrap();
+        for (ra, rb) in ya.iter().zip(&yb) {
+            for (va, vb) in ra.iter().zip(rb) {
+                assert!((va - vb).abs() <= 1e-5 * va.abs().max(1.0), "{va} vs {vb}");
+            }
+        }
+    }
+}

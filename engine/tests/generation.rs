@@ -1,0 +1,205 @@
+//! Batched generation on tiny random-weight models of every architecture, in GGUF (quantized) and
+//! safetensors (f32): batching, padding, the KV cache, stop rules and seeded sampling.
+
+mod common;
+
+use std::sync::{Arc, OnceLock};
+
+use candle_core::quantized::GgmlDType;
+use candle_core::{DType, Device, Tensor};
+use codesweep_engine::generate::batch::step_inputs;
+use codesweep_engine::layers::KvCache;
+use codesweep_engine::{GenerateOptions, Generator, Model, Request, Sampling, StopReason};
+use common::{Arch, ALL_ARCHS};
+
+fn tokenizer_json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| common::trained_tokenizer_json(400))
+}
+
+/// Every architecture in both formats: (label, model). The files live as long as the test process.
+fn models() -> Vec<(String, Model)> {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let mut out = Vec::new();
+    for arch in ALL_ARCHS {
+        let gguf = common::write_gguf(&dir, arch, GgmlDType::Q8_0, tokenizer_json());
+        out.push((format!("{arch:?} gguf q8_0"), Model::load(&gguf, &Device::Cpu, None).unwrap()));
+        let hf = common::write_hf(&dir, arch, tokenizer_json());
+        out.push((format!("{arch:?} safetensors f32"), Model::load(&hf, &Device::Cpu, None).unwrap()));
+    }
+    let q5 = dir.join("q5");
+    std::fs::create_dir_all(&q5).unwrap();
+    let gguf = common::write_gguf(&q5, Arch::Qwen2, GgmlDType::Q5_0, tokenizer_json());
+    out.push(("Qwen2 gguf q5_0".into(), Model::load(&gguf, &Device::Cpu, None).unwrap()));
+    out
+}
+
+fn greedy_requests(max_new: usize) -> Vec<Request> {
+    common::code_prompts().into_iter().enumerate().map(|(i, p)| Request::greedy(format!("p{i}"), p, max_new)).collect()
+}
+
+fn opts(batch_size: usize, prefill_chunk: usize) -> GenerateOptions {
+    GenerateOptions { batch_size, max_tokens_in_flight: 1 << 20, prefill_chunk }
+}
+
+#[test]
+fn batched_greedy_equals_one_at_a_time() {
+    for (label, model) in models() {
+        let requests = greedy_requests(12);
+        let batched = Generator::new(&model, opts(4, 16)).generate(&requests, |_| {}).unwrap();
+        assert_eq!(batched.completions.len(), requests.len());
+        assert!(batched.stats.batches >= 2, "{label}: expected several batches");
+        for (req, got) in requests.iter().zip(&batched.completions) {
+            let alone = Generator::new(&model, opts(1, 512)).generate(std::slice::from_ref(req), |_| {}).unwrap();
+            let alone = &alone.completions[0];
+            assert_eq!(got.id, req.id);
+            assert_eq!(got.token_ids, alone.token_ids, "{label}: request {}", req.id);
+            assert_eq!(got.text, alone.text, "{label}: request {}", req.id);
+            assert!(got.generated_tokens >= 1);
+        }
+    }
+}
+
+/// Last-position logits of `ids` computed in one pass from an empty cache.
+fn full_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
+    let mut cache = KvCache::new(model.config.num_layers);
+    let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.sliding_window, DType::F32, &Device::Cpu).unwrap();
+    let l = model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap();
+    l.squeeze(0).unwrap().to_vec1().unwrap()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+#[test]
+fn kv_cache_decoding_equals_full_recomputation() {
+    for (label, model) in models() {
+        let mut ids = model.tokenizer.encode(&common::code_prompts()[2]).unwrap();
+        let mut cache = KvCache::new(model.config.num_layers);
+        let step = step_inputs(&[ids.clone()], &[0], 0, model.config.sliding_window, DType::F32, &Device::Cpu).unwrap();
+        let mut logits: Vec<f32> =
+            model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap();
+        for _ in 0..8 {
+            let full = full_logits(&model, &ids);
+            assert!(max_diff(&logits, &full) <= 1e-4, "{label}: incremental vs full differ by {}", max_diff(&logits, &full));
+            let next = codesweep_engine::generate::sampling::argmax(&logits) as u32;
+            ids.push(next);
+            let start = cache.columns();
+            let step = step_inputs(&[vec![next]], &[0], start, model.config.sliding_window, DType::F32, &Device::Cpu).unwrap();
+            logits = model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap();
+        }
+    }
+}
+
+#[test]
+fn left_padding_does_not_change_a_sequence() {
+    for (label, model) in models() {
+        let prompts = common::code_prompts();
+        let short = model.tokenizer.encode(&prompts[1]).unwrap();
+        let long = model.tokenizer.encode(&prompts[3]).unwrap();
+        assert!(long.len() > short.len() + 5);
+        let pad = long.len() - short.len();
+        let mut padded = vec![0u32; pad];
+        padded.extend(&short);
+        let mut cache = KvCache::new(model.config.num_layers);
+        let step = step_inputs(&[long.clone(), padded], &[0, pad], 0, model.config.sliding_window, DType::F32, &Device::Cpu).unwrap();
+        let both: Vec<Vec<f32>> = model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().to_vec2().unwrap();
+        let d_short = max_diff(&both[1], &full_logits(&model, &short));
+        let d_long = max_diff(&both[0], &full_logits(&model, &long));
+        assert!(d_short <= 1e-4 && d_long <= 1e-4, "{label}: padded {d_short}, unpadded {d_long}");
+    }
+}
+
+#[test]
+fn finished_sequences_leave_the_batch() {
+    for (label, model) in models() {
+        let prompts = common::code_prompts();
+        let requests = vec![Request::greedy("short", prompts[0].clone(), 2), Request::greedy("long", prompts[1].clone(), 10)];
+        let g = Generator::new(&model, opts(8, 512)).generate(&requests, |_| {}).unwrap();
+        assert_eq!(g.stats.batches, 1);
+        // Each decode step runs only the rows still going: Σ (generated − 1), not rows × steps.
+        let expected: usize = g.completions.iter().map(|c| c.generated_tokens - 1).sum();
+        assert_eq!(g.stats.decode_rows, expected, "{label}");
+        let short = &g.completions[0];
+        assert!(short.generated_tokens <= 2);
+        if g.completions[1].generated_tokens == 10 && short.generated_tokens == 2 {
+            assert_eq!(g.stats.decode_rows, 1 + 9);
+        }
+    }
+}
+
+#[test]
+fn stop_strings_and_predicates_end_at_the_right_token() {
+    let mut checked = 0;
+    for (label, model) in models() {
+        let prompt = common::code_prompts()[2].clone();
+        let base = Generator::new(&model, opts(1, 512)).generate(&[Request::greedy("x", prompt.clone(), 24)], |_| {}).unwrap();
+        let base = &base.completions[0];
+        if base.stop_reason == StopReason::Eos || base.text.chars().count() < 6 {
+            continue; // too short to cut; other models cover this
+        }
+        // Text after k tokens, to find the token at which a stop string first appears.
+        let text_after = |k: usize| model.tokenizer.decode(&base.token_ids[..k]).unwrap();
+        let chars: Vec<char> = base.text.chars().collect();
+        let stop: String = chars[chars.len() / 2..chars.len() / 2 + 2].iter().collect();
+        let cut = base.text.find(&stop).unwrap();
+        let first_k = (1..=base.token_ids.len()).find(|&k| text_after(k).contains(&stop)).unwrap();
+        let mut req = Request::greedy("x", prompt.clone(), 24);
+        req.stop = vec![stop.clone()];
+        let got = Generator::new(&model, opts(1, 512)).generate(&[req], |_| {}).unwrap();
+        let got = &got.completions[0];
+        assert_eq!(got.stop_reason, StopReason::StopString, "{label}");
+        assert_eq!(got.text, base.text[..cut], "{label}");
+        assert_eq!(got.generated_tokens, first_k, "{label}");
+
+        let limit = base.text.len() / 2;
+        let mut req = Request::greedy("x", prompt, 24);
+        req.predicate = Some(Arc::new(move |t: &str| (t.len() >= limit).then_some(limit)));
+        let got = Generator::new(&model, opts(1, 512)).generate(&[req], |_| {}).unwrap();
+        let got = &got.completions[0];
+        let first_k = (1..=base.token_ids.len()).find(|&k| text_after(k).len() >= limit).unwrap();
+        assert_eq!(got.stop_reason, StopReason::Predicate, "{label}");
+        assert_eq!(got.generated_tokens, first_k, "{label}");
+        assert!(base.text.starts_with(&got.text) && got.text.len() <= limit, "{label}");
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} models produced text long enough to cut");
+}
+
+#[test]
+fn seeded_sampling_is_reproducible_and_batch_independent() {
+    for (label, model) in models().into_iter().step_by(3) {
+        let prompts = common::code_prompts();
+        let sampled = |id: &str, p: &str, seed| Request {
+            sampling: Sampling::Nucleus { temperature: 1.3, top_p: 0.95, seed },
+            n: 3,
+            ..Request::greedy(id, p, 10)
+        };
+        let a = sampled("a", &prompts[0], 42);
+        let b = sampled("b", &prompts[3], 42);
+        let alone = Generator::new(&model, opts(8, 512)).generate(std::slice::from_ref(&a), |_| {}).unwrap().completions;
+        let again = Generator::new(&model, opts(8, 512)).generate(std::slice::from_ref(&a), |_| {}).unwrap().completions;
+        let mixed = Generator::new(&model, opts(2, 512)).generate(&[b, a.clone()], |_| {}).unwrap().completions;
+        let ids = |cs: &[codesweep_engine::Completion]| cs.iter().map(|c| c.token_ids.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&alone), ids(&again), "{label}: same seed, same samples");
+        assert_eq!(ids(&alone), ids(&mixed[3..]), "{label}: batch composition must not matter");
+        assert_eq!(alone.iter().map(|c| c.sample).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(alone.iter().all(|c| c.mean_logprob < 0.0 && c.mean_logprob.is_finite()));
+        let other = Generator::new(&model, opts(8, 512)).generate(&[sampled("a", &prompts[0], 7)], |_| {}).unwrap().completions;
+        assert_ne!(ids(&alone), ids(&other), "{label}: another seed should give other samples");
+    }
+}
+
+#[test]
+fn bad_requests_are_rejected_before_any_work() {
+    let (_, model) = models().into_iter().next().unwrap();
+    let too_long = "x ".repeat(common::MAX_POS * 2);
+    let err = Generator::new(&model, opts(4, 512)).generate(&[Request::greedy("big", too_long, 4)], |_| {}).unwrap_err();
+    assert!(err.to_string().contains("request `big`") && err.to_string().contains("context"), "{err}");
+    let bad = Request { sampling: Sampling::Nucleus { temperature: 0.0, top_p: 0.9, seed: 1 }, ..Request::greedy("t0", "x", 4) };
+    let err = Generator::new(&model, opts(4, 512)).generate(&[bad], |_| {}).unwrap_err();
+    assert!(err.to_string().contains("temperature"), "{err}");
+    let _ = Tensor::zeros(1, DType::F32, &Device::Cpu);
+}
+

@@ -1,0 +1,126 @@
+//! Loading: the GGUF-rebuilt tokenizer equals tokenizer.json on real code, and broken model files,
+//! unknown architectures and bad configs fail with messages naming the file and the problem.
+
+mod common;
+
+use std::collections::HashMap;
+
+use candle_core::quantized::{gguf_file, GgmlDType};
+use candle_core::Device;
+use codesweep_engine::tokenizer::tokenizer_json_from_gguf;
+use codesweep_engine::{Model, TextTokenizer};
+use common::Arch;
+
+#[test]
+fn gguf_rebuilt_tokenizer_equals_tokenizer_json_on_code() {
+    let json = common::trained_tokenizer_json(1200);
+    let metadata: HashMap<String, gguf_file::Value> = common::gguf_tokenizer_metadata(&json, "qwen2").into_iter().collect();
+    let rebuilt = tokenizer_json_from_gguf(std::path::Path::new("tiny.gguf"), &metadata).unwrap();
+    let original = TextTokenizer::from_json(&json, vec![]).unwrap();
+    let rebuilt = TextTokenizer::from_json(&rebuilt.json, rebuilt.eos_ids).unwrap();
+    let mut tokens = 0;
+    let mut texts = common::code_corpus();
+    texts.push("<|fim_prefix|>def f(x):\n    return x<|fim_suffix|>\n<|fim_middle|>  naïve = '日本語' \r\n\t 12345".into());
+    for text in &texts {
+        let a = original.encode(text).unwrap();
+        let b = rebuilt.encode(text).unwrap();
+        assert_eq!(a, b, "token ids differ on {:?}…", &text[..text.len().min(60)]);
+        assert_eq!(rebuilt.decode(&b).unwrap(), original.decode(&a).unwrap());
+        tokens += a.len();
+    }
+    assert!(tokens > 10_000, "the corpus should be real code, got {tokens} tokens");
+    // The merges are doing work: far fewer tokens than bytes.
+    let bytes: usize = texts.iter().map(|t| t.len()).sum();
+    assert!(tokens * 2 < bytes, "{tokens} tokens for {bytes} bytes");
+    assert_eq!(rebuilt.eos_ids().len(), 1);
+    assert_eq!(rebuilt.fim().map(|f| f.prefix.as_str()), Some("<|fim_prefix|>"));
+}
+
+#[test]
+fn unsupported_pre_tokenizer_is_named() {
+    let json = common::trained_tokenizer_json(300);
+    let metadata: HashMap<String, gguf_file::Value> = common::gguf_tokenizer_metadata(&json, "chatglm-bpe").into_iter().collect();
+    let err = tokenizer_json_from_gguf(std::path::Path::new("m.gguf"), &metadata).unwrap_err().to_string();
+    assert!(err.contains("m.gguf") && err.contains("chatglm-bpe") && err.contains("qwen2"), "{err}");
+}
+
+#[test]
+fn truncated_gguf_says_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_gguf(dir.path(), Arch::Qwen2, GgmlDType::Q8_0, &common::trained_tokenizer_json(300));
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 1000]).unwrap();
+    let err = Model::load(&path, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("tiny-qwen2.gguf") && err.contains("truncated"), "{err}");
+    // Cut inside the header (the tokenizer metadata).
+    std::fs::write(&path, &bytes[..2000]).unwrap();
+    let err = Model::load(&path, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("tiny-qwen2.gguf") && err.contains("not a GGUF file, or its header is corrupt"), "{err}");
+}
+
+#[test]
+fn garbage_file_is_not_gguf() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.gguf");
+    std::fs::write(&path, b"<html>404 not found</html>").unwrap();
+    let err = Model::load(&path, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("model.gguf") && err.contains("not a GGUF file"), "{err}");
+}
+
+#[test]
+fn unknown_architectures_list_the_supported_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = common::trained_tokenizer_json(300);
+    let path = common::write_gguf(dir.path(), Arch::Llama, GgmlDType::Q8_0, &tok);
+    // Rewrite general.architecture in place: same length keeps the file valid.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.windows(5).position(|w| w == b"llama").unwrap();
+    bytes[at..at + 5].copy_from_slice(b"mamba");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Model::load(&path, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("`mamba` is not supported") && err.contains("qwen2, llama, starcoder2"), "{err}");
+
+    let hf = common::write_hf(dir.path(), Arch::Qwen2, &tok);
+    let cfg = std::fs::read_to_string(hf.join("config.json")).unwrap().replace("\"qwen2\"", "\"rwkv\"");
+    std::fs::write(hf.join("config.json"), cfg).unwrap();
+    let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("config.json") && err.contains("`rwkv` is not supported"), "{err}");
+}
+
+#[test]
+fn broken_hf_directories_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = common::trained_tokenizer_json(300);
+    let hf = common::write_hf(dir.path(), Arch::Starcoder2, &tok);
+    let weights = hf.join("model.safetensors");
+    let bytes = std::fs::read(&weights).unwrap();
+    std::fs::write(&weights, &bytes[..bytes.len() / 2]).unwrap();
+    let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("safetensors"), "{err}");
+
+    std::fs::remove_file(&weights).unwrap();
+    let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("no model.safetensors"), "{err}");
+
+    let hf = common::write_hf(dir.path(), Arch::Llama, &tok);
+    let cfg = std::fs::read_to_string(hf.join("config.json")).unwrap().replace("\"num_hidden_layers\"", "\"layers_renamed\"");
+    std::fs::write(hf.join("config.json"), cfg).unwrap();
+    let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("config.json") && err.contains("num_hidden_layers") && err.contains("missing"), "{err}");
+
+    let hf = common::write_hf(dir.path(), Arch::GptBigcode, &tok);
+    std::fs::write(hf.join("config.json"), "{not json").unwrap();
+    let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("config.json") && err.contains("not valid JSON"), "{err}");
+}
+
+#[test]
+fn wrong_tensor_shapes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = common::trained_tokenizer_json(300);
+    let hf = common::write_hf(dir.path(), Arch::Qwen2, &tok);
+    let cfg = std::fs::read_to_string(hf.join("config.json")).unwrap().replace("\"intermediate_size\": 128", "\"intermediate_size\": 96");
+    std::fs::write(hf.join("config.json"), cfg).unwrap();
+    let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("model.layers.0.mlp.gate_proj.weight") && err.contains("expected shape [96, 64]"), "{err}");
+}
