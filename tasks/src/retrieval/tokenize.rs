@@ -1,0 +1,191 @@
+//! The official builder's `tokenize_nltk`: `nltk.word_tokenize` (Punkt sentences, then NLTK's
+//! improved Treebank word tokenizer per sentence) followed by `re.findall(r"\w+", token)`.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::punkt::Punkt;
+use crate::pycompat::text::PY_WORD_CLASS;
+
+fn rule(pattern: &str, replacement: &'static str) -> (Regex, &'static str) {
+    (Regex::new(pattern).expect("static regex"), replacement)
+}
+
+/// Treebank rules that run before the sentence is padded with spaces (`STARTING_QUOTES` but
+/// its lookaround rule, `PUNCTUATION`, `PARENS_BRACKETS`, `DOUBLE_DASHES`), in NLTK's order.
+/// `$` of Python's patterns becomes `\z` (every `$` here follows a `\s*` that can eat a final
+/// newline, except `([:,])$`, which is written out).
+static BEFORE_PAD: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    vec![
+        rule("([«“‘„]|`+)", " ${1} "),
+        rule("^\"", "``"),
+        rule("(``)", " ${1} "),
+        rule(r#"([ (\[{<])("|'{2})"#, "${1} `` "),
+    ]
+});
+
+static PUNCTUATION: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    vec![
+        rule(r#"([^.])(\.)([\])}>"'»”’ ]*)\s*\z"#, "${1} ${2} ${3} "),
+        rule(r"([:,])([^\d])", " ${1} ${2}"),
+        rule(r"([:,])(\n?)\z", " ${1} ${2}"),
+        rule(r"\.{2,}", " ${0} "),
+        rule(r"[;@#$%&]", " ${0} "),
+        rule(r"[\x{2012}-\x{2015}]", " ${0} "),
+        rule(r#"([^.])(\.)([\])}>"']*)\s*\z"#, "${1} ${2}${3} "),
+        rule(r"[?!]", " ${0} "),
+        rule(r"([^'])' ", "${1} ' "),
+        rule(r"[*]", " ${0} "),
+        rule(r"[\]\[(){}<>]", " ${0} "),
+        rule(r"--", " -- "),
+    ]
+});
+
+/// `ENDING_QUOTES`, then `CONTRACTIONS2` and `CONTRACTIONS3` (MacIntyre contractions), which
+/// run on the space-padded sentence. `(?=\s)` of "wanna" is written as a captured space put back.
+static AFTER_PAD: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    vec![
+        rule("([»”’])", " ${1} "),
+        rule("''", " '' "),
+        rule("\"", " '' "),
+        rule(r"\s+", " "),
+        rule(r"([^' ])('[sS]|'[mM]|'[dD]|') ", "${1} ${2} "),
+        rule(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", "${1} ${2} "),
+        rule(r"(?i)\b(can)(not)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(d)('ye)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(gim)(me)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(gon)(na)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(got)(ta)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(lem)(me)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(more)('n)\b", " ${1} ${2} "),
+        rule(r"(?i)\b(wan)(na)(\s)", " ${1} ${2} ${3}"),
+        rule(r"(?i) ('t)(is)\b", " ${1} ${2} "),
+        rule(r"(?i) ('t)(was)\b", " ${1} ${2} "),
+    ]
+});
+
+static PY_WORDS: LazyLock<Regex> = LazyLock::new(|| Regex::new(&format!("{PY_WORD_CLASS}+")).expect("static regex"));
+
+/// `regex`-module `\w` (the engine NLTK's Treebank patterns run on): Unicode word characters.
+fn is_word(c: char) -> bool {
+    regex_syntax::is_word_character(c)
+}
+
+/// The `STARTING_QUOTES` rule `(?i)(?<!\w)(\')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)` -> `"\1 "`:
+/// a quote that opens a word, unless it starts a contraction, gets a space after it.
+fn space_opening_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut prev: Option<char> = None;
+    for (i, c) in text.char_indices() {
+        out.push(c);
+        if c == '\'' && !prev.is_some_and(is_word) {
+            let rest = &text[i + 1..];
+            let opens_word = rest.chars().next().is_some_and(is_word);
+            let contraction = ["re", "ve", "ll", "m", "t", "s", "d", "n"].iter().any(|alt| {
+                let mut chars = rest.chars();
+                let matched = alt.chars().all(|a| chars.next().is_some_and(|c| c.to_lowercase().eq(a.to_lowercase())));
+                // \b after the alternative: its last letter is a word character.
+                matched && !chars.next().is_some_and(is_word)
+            });
+            if opens_word && !contraction {
+                out.push(' ');
+            }
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+fn apply(rules: &[(Regex, &'static str)], mut text: String) -> String {
+    for (regex, replacement) in rules {
+        if let std::borrow::Cow::Owned(replaced) = regex.replace_all(&text, *replacement) {
+            text = replaced;
+        }
+    }
+    text
+}
+
+/// `NLTKWordTokenizer().tokenize(sentence)` joined by spaces (the token list is its
+/// whitespace split).
+pub fn treebank(sentence: &str) -> String {
+    let text = apply(&BEFORE_PAD, sentence.to_string());
+    let text = space_opening_quotes(&text);
+    let text = apply(&PUNCTUATION, text);
+    apply(&AFTER_PAD, format!(" {text} "))
+}
+
+/// `tokenize_nltk`: the official builder's tokenizer.
+#[derive(Debug, Clone, Default)]
+pub struct Tokenizer {
+    punkt: Punkt,
+}
+
+impl Tokenizer {
+    /// A tokenizer whose sentence splitter uses `punkt` (NLTK's English model for parity).
+    pub fn new(punkt: Punkt) -> Self {
+        Self { punkt }
+    }
+
+    /// The `\w+` tokens of `nltk.word_tokenize(text)`, in order.
+    pub fn tokenize(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.for_each_token(text, |t| out.push(t.to_string()));
+        out
+    }
+
+    /// Calls `f` with each token of [`Tokenizer::tokenize`], without allocating them.
+    pub fn for_each_token(&self, text: &str, mut f: impl FnMut(&str)) {
+        for (start, end) in self.punkt.sentence_spans(text) {
+            let words = treebank(&text[start..end]);
+            for m in PY_WORDS.find_iter(&words) {
+                f(m.as_str());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(text: &str) -> Vec<String> {
+        Tokenizer::default().tokenize(text)
+    }
+
+    #[test]
+    fn contractions_split_like_nltk() {
+        assert_eq!(tokens("x.cannot()"), ["x", "can", "not"]);
+        assert_eq!(tokens("I don't know"), ["I", "do", "n", "t", "know"]);
+        assert_eq!(tokens("it can't be"), ["it", "ca", "n", "t", "be"]);
+        assert_eq!(tokens("you won't, gonna"), ["you", "wo", "n", "t", "gon", "na"]);
+        assert_eq!(tokens("wanna go; wanna"), ["wan", "na", "go", "wan", "na"]);
+    }
+
+    #[test]
+    fn nt_needs_a_following_space() {
+        // `doesn't.` ends the text, so the final period is split off and n't follows.
+        assert_eq!(tokens("it doesn't."), ["it", "does", "n", "t"]);
+        assert_eq!(tokens("doesn't()"), ["does", "n", "t"]);
+        assert_eq!(tokens("doesn'tX"), ["doesn", "tX"]);
+        assert_eq!(tokens("a.doesn't.b"), ["a", "doesn", "t", "b"]);
+    }
+
+    #[test]
+    fn sentence_ends_expose_nt() {
+        // Without the sentence split the inner `doesn't.` would stay `doesn`, `t`.
+        assert_eq!(tokens("but it doesn't. Next one"), ["but", "it", "does", "n", "t", "Next", "one"]);
+    }
+
+    #[test]
+    fn opening_quote_blocks_tis() {
+        assert_eq!(tokens("say 'tis"), ["say", "tis"]);
+        assert_eq!(tokens("x = 'abc'"), ["x", "abc"]);
+    }
+
+    #[test]
+    fn words_follow_python_re() {
+        assert_eq!(tokens("café_1 x² a\u{301}b"), ["café_1", "x²", "a", "b"]);
+        assert!(tokens("  ;; ").is_empty());
+    }
+}
