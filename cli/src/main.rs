@@ -2,6 +2,7 @@
 //! official scripts.
 
 mod files;
+mod retrieve;
 mod score_cceval;
 mod score_repoqa;
 
@@ -22,6 +23,9 @@ enum Command {
     /// Score stored predictions exactly as the official scripts do (no model, no GPU).
     #[command(subcommand)]
     Score(ScoreCommand),
+    /// Retrieve cross-file context for CrossCodeEval examples exactly as the official prompt
+    /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF or Jaccard.
+    Retrieve(retrieve::Args),
 }
 
 #[derive(Subcommand)]
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(ScoreCommand::Cceval(args)) => score_cceval::run(args),
         Command::Score(ScoreCommand::Repoqa(args)) => score_repoqa::run(args),
+        Command::Retrieve(args) => retrieve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
