@@ -249,3 +249,98 @@ fn embed_all(index: &RepoIndex, embedder: &dyn Embedder) -> Result<Vec<Vec<Vec<f
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retrieval::QueryType;
+    use serde_json::json;
+
+    /// Bag of hashed lowercase words: a deterministic stand-in for a neural embedder.
+    struct HashedWords;
+
+    impl Embedder for HashedWords {
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, super::super::EmbedError> {
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0f32; 64];
+                    for w in t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+                        let h = w.to_lowercase().bytes().fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+                        v[(h % 64) as usize] += 1.0;
+                    }
+                    v
+                })
+                .collect())
+        }
+    }
+
+    /// Returns a wrong number of vectors.
+    struct Broken;
+
+    impl Embedder for Broken {
+        fn embed(&self, _: &[&str]) -> Result<Vec<Vec<f32>>, super::super::EmbedError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("demo");
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("lib/geometry.py"), "def area(width, height):\n    return width * height\n").unwrap();
+        std::fs::write(root.join("lib/network.py"), "def fetch(url):\n    return request(url)\n").unwrap();
+        std::fs::write(root.join("lib/main.py"), "").unwrap();
+        dir
+    }
+
+    fn record(repository: &str, file: &str) -> ExampleRecord {
+        let value = json!({"prompt": "w = width\nh = height\nprint(area(w, h", "groundtruth": "))", "metadata": {"repository": repository, "file": file}});
+        ExampleRecord::from_json(&value).unwrap()
+    }
+
+    fn dense() -> Options {
+        Options { query: QueryType::LastNLines, use_next_chunk: false, ..Options::rg1(RankingFn::Dense) }
+    }
+
+    #[test]
+    fn dense_ranking_uses_the_embedder() {
+        let dir = repo();
+        let tokenizer = Tokenizer::default();
+        let out = retrieve(&[record("demo", "lib/main.py")], dir.path(), Language::Python, &dense(), &tokenizer, Some(&HashedWords)).unwrap();
+        let CrossfileContext::Found(selected) = &out[0].context else { panic!("{:?}", out[0].context) };
+        assert_eq!(selected[0].filename, "lib/geometry.py");
+        assert!(selected[0].score.value() > selected[1].score.value());
+        assert_eq!(out[0].query_tokens, None, "dense ranking has no lexical tokens");
+    }
+
+    #[test]
+    fn dense_ranking_errors() {
+        let dir = repo();
+        let tokenizer = Tokenizer::default();
+        let records = [record("demo", "lib/main.py")];
+        let none = retrieve(&records, dir.path(), Language::Python, &dense(), &tokenizer, None);
+        assert!(matches!(none, Err(RetrievalError::NoEmbedder)));
+        let broken = retrieve(&records, dir.path(), Language::Python, &dense(), &tokenizer, Some(&Broken));
+        assert!(matches!(broken, Err(RetrievalError::Embedder(m)) if m.contains("0 vectors")));
+    }
+
+    #[test]
+    fn statuses_and_their_contexts() {
+        let dir = repo();
+        let tokenizer = Tokenizer::default();
+        let records = [record("demo", "lib/main.py"), record("demo", "lib/absent.py"), record("nowhere", "x.py")];
+        let out = retrieve(&records, dir.path(), Language::Python, &Options::rg1(RankingFn::Bm25), &tokenizer, None).unwrap();
+        let statuses: Vec<_> = out.iter().map(|r| r.status).collect();
+        assert_eq!(statuses, [Status::Ok, Status::FileNotFoundInProject, Status::ProjectNotFound]);
+        assert_eq!(out[1].apply(&records[1].value, Language::Python)["crossfile_context"], json!({}));
+        assert_eq!(out[2].apply(&records[2].value, Language::Python)["crossfile_context"], json!(""));
+        assert_eq!(out[0].num_cross_files, 2);
+        assert_eq!(out[0].top10.len(), 2);
+        // With two documents every word in one of them has idf ln(1.5) - ln(1.5) = 0, so both
+        // score 0 and the tie goes to the larger id; a one-chunk file gives its own chunk.
+        let CrossfileContext::Found(selected) = &out[0].context else { panic!() };
+        assert_eq!(out[0].top10, [("lib/network.py|0".to_string(), 0.0), ("lib/geometry.py|0".to_string(), 0.0)]);
+        assert_eq!(selected[0].chunk, "def fetch(url):\n    return request(url)");
+    }
+}
