@@ -155,7 +155,9 @@ impl RepoIndex {
     /// Chunks every file. A window is kept iff `tokenize_nltk(window)` is non-empty; the ranking
     /// tokens are those of the lowercased window when `lowercase` (TF-IDF), else the same tokens.
     pub fn build(files: Vec<ProjectFile>, tokenizer: &Tokenizer, lowercase: bool) -> Self {
-        let tokenized: Vec<(String, Vec<(String, Vec<String>)>)> = files
+        // (path, [(window text, ranking tokens)]) per file.
+        type Tokenized = (String, Vec<(String, Vec<String>)>);
+        let tokenized: Vec<Tokenized> = files
             .into_par_iter()
             .map(|f| {
                 let chunks = windows(&f.content)
