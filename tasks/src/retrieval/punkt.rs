@@ -501,6 +501,22 @@ mod tests {
     }
 
     #[test]
+    fn collocations_prevent_a_break() {
+        let with = Punkt::new(PunktParams::from_tables("", "xyz\tnext", "", "").unwrap());
+        assert_eq!(sentences(&with, "see xyz. Next one"), vec!["see xyz. Next one"]);
+        assert_eq!(sentences(&Punkt::default(), "see xyz. Next one"), vec!["see xyz.", "Next one"]);
+    }
+
+    #[test]
+    fn initials_and_numbers_use_the_orthographic_heuristic() {
+        // A lowercase word that is known to appear lowercase mid-sentence: no break after an
+        // initial or a number.
+        let p = Punkt::new(PunktParams::from_tables("", "", "", "walter\t32").unwrap());
+        assert_eq!(sentences(&p, "J. walter 3. walter"), vec!["J. walter 3. walter"]);
+        assert_eq!(sentences(&p, "see. walter"), vec!["see.", "walter"]);
+    }
+
+    #[test]
     fn realigns_closing_quotes_and_brackets() {
         let p = Punkt::default();
         assert_eq!(sentences(&p, "(He went.) Then x."), vec!["(He went.)", "Then x."]);

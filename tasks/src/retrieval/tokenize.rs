@@ -42,9 +42,8 @@ static PUNCTUATION: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     ]
 });
 
-/// `ENDING_QUOTES`, then `CONTRACTIONS2` and `CONTRACTIONS3` (MacIntyre contractions), which
-/// run on the space-padded sentence. `(?=\s)` of "wanna" is written as a captured space put back.
-static AFTER_PAD: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+/// `ENDING_QUOTES`, which run on the space-padded sentence (on the `regex` engine).
+static ENDING_QUOTES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     vec![
         rule("([»”’])", " ${1} "),
         rule("''", " '' "),
@@ -52,18 +51,89 @@ static AFTER_PAD: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         rule(r"\s+", " "),
         rule(r"([^' ])('[sS]|'[mM]|'[dD]|') ", "${1} ${2} "),
         rule(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", "${1} ${2} "),
-        rule(r"(?i)\b(can)(not)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(d)('ye)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(gim)(me)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(gon)(na)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(got)(ta)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(lem)(me)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(more)('n)\b", " ${1} ${2} "),
-        rule(r"(?i)\b(wan)(na)(\s)", " ${1} ${2} ${3}"),
-        rule(r"(?i) ('t)(is)\b", " ${1} ${2} "),
-        rule(r"(?i) ('t)(was)\b", " ${1} ${2} "),
     ]
 });
+
+/// What a MacIntyre contraction pattern requires around its two parts.
+#[derive(Clone, Copy)]
+enum Edge {
+    /// `\b`: a word boundary as Python's `re` sees it.
+    Boundary,
+    /// The pattern starts with a literal space (`" ('t)(is)"`), already in the match.
+    Space,
+    /// `(?=\s)`: Python `re` whitespace follows.
+    FollowedBySpace,
+}
+
+/// `CONTRACTIONS2` and `CONTRACTIONS3`: (case-insensitive parts, edge before, edge after),
+/// each rewritten to `" \1 \2 "`. NLTK compiles these with Python's `re`, whose `\w` (and so
+/// `\b`) differs from the `regex` engine's: digits like `²` are word characters, combining
+/// marks are not; so the edges are checked by hand.
+static CONTRACTIONS: LazyLock<Vec<(Regex, Edge, Edge)>> = LazyLock::new(|| {
+    use Edge::{Boundary, FollowedBySpace, Space};
+    [
+        ("(can)(not)", Boundary, Boundary),
+        ("(d)('ye)", Boundary, Boundary),
+        ("(gim)(me)", Boundary, Boundary),
+        ("(gon)(na)", Boundary, Boundary),
+        ("(got)(ta)", Boundary, Boundary),
+        ("(lem)(me)", Boundary, Boundary),
+        ("(more)('n)", Boundary, Boundary),
+        ("(wan)(na)", Boundary, FollowedBySpace),
+        (" ('t)(is)", Space, Boundary),
+        (" ('t)(was)", Space, Boundary),
+    ]
+    .into_iter()
+    .map(|(pattern, before, after)| (Regex::new(&format!("(?i){pattern}")).expect("static regex"), before, after))
+    .collect()
+});
+
+static PY_WORD_CHAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(&format!("^{PY_WORD_CLASS}$")).expect("static regex"));
+
+/// Python `re`'s `\w` for one character.
+fn is_py_word(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '_';
+    }
+    let mut buf = [0u8; 4];
+    PY_WORD_CHAR.is_match(c.encode_utf8(&mut buf))
+}
+
+/// Python `re.sub(pattern, r" \1 \2 ", text)` for one contraction rule.
+fn split_contraction(text: &str, regex: &Regex, before: Edge, after: Edge) -> Option<String> {
+    let mut out = String::new();
+    let mut last = 0;
+    for caps in regex.captures_iter(text) {
+        let (m, first, second) = (caps.get(0)?, caps.get(1)?, caps.get(2)?);
+        let prev = text[..m.start()].chars().next_back();
+        let next = text[m.end()..].chars().next();
+        // The patterns' parts start and end with word characters (or a quote after a space).
+        let ok_before = match before {
+            Edge::Boundary => !prev.is_some_and(is_py_word),
+            Edge::Space | Edge::FollowedBySpace => true,
+        };
+        let ok_after = match after {
+            Edge::Boundary => !next.is_some_and(is_py_word),
+            Edge::FollowedBySpace => next.is_some_and(crate::pycompat::text::is_py_space),
+            Edge::Space => true,
+        };
+        if !(ok_before && ok_after) {
+            continue;
+        }
+        out.push_str(&text[last..m.start()]);
+        out.push(' ');
+        out.push_str(first.as_str());
+        out.push(' ');
+        out.push_str(second.as_str());
+        out.push(' ');
+        last = m.end();
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
 
 static PY_WORDS: LazyLock<Regex> = LazyLock::new(|| Regex::new(&format!("{PY_WORD_CLASS}+")).expect("static regex"));
 
@@ -112,7 +182,13 @@ pub fn treebank(sentence: &str) -> String {
     let text = apply(&BEFORE_PAD, sentence.to_string());
     let text = space_opening_quotes(&text);
     let text = apply(&PUNCTUATION, text);
-    apply(&AFTER_PAD, format!(" {text} "))
+    let mut text = apply(&ENDING_QUOTES, format!(" {text} "));
+    for (regex, before, after) in CONTRACTIONS.iter() {
+        if let Some(split) = split_contraction(&text, regex, *before, *after) {
+            text = split;
+        }
+    }
+    text
 }
 
 /// `tokenize_nltk`: the official builder's tokenizer.
@@ -181,6 +257,15 @@ mod tests {
     fn opening_quote_blocks_tis() {
         assert_eq!(tokens("say 'tis"), ["say", "tis"]);
         assert_eq!(tokens("x = 'abc'"), ["x", "abc"]);
+    }
+
+    #[test]
+    fn contraction_boundaries_follow_python_re() {
+        // `²` is a word character for Python's `re`, so `x²d'ye` has no boundary before `d`.
+        assert_eq!(tokens("x²d'ye d'ye"), ["x²d", "ye", "d", "ye"]);
+        assert_eq!(tokens("wanna\u{1c}x"), ["wan", "na", "x"], "\\x1c is whitespace for Python");
+        // The opening-quote rule spaces out `'twas` first, so CONTRACTIONS3 never fires.
+        assert_eq!(tokens("twas 'twas"), ["twas", "twas"]);
     }
 
     #[test]
