@@ -42,6 +42,25 @@ fn io_error(path: &Path, error: std::io::Error) -> RetrievalError {
 /// Python `glob` with `recursive=True` for `dir/**/*<suffix>`: hidden names (leading `.`) are
 /// skipped at every level; symbolic links are followed; only regular files are kept.
 fn glob_suffix(dir: &Path, rel: &str, suffix: &str, out: &mut Vec<(String, std::path::PathBuf)>) -> Result<(), RetrievalError> {
+    let mut ancestors = Vec::new();
+    glob_walk(dir, rel, suffix, &mut ancestors, out)
+}
+
+/// One directory of [`glob_suffix`]. `ancestors` holds the canonical directories being walked:
+/// a symbolic link back into one of them is not followed (Python would loop until the path
+/// is too long).
+fn glob_walk(
+    dir: &Path,
+    rel: &str,
+    suffix: &str,
+    ancestors: &mut Vec<std::path::PathBuf>,
+    out: &mut Vec<(String, std::path::PathBuf)>,
+) -> Result<(), RetrievalError> {
+    let Ok(canonical) = dir.canonicalize() else { return Ok(()) };
+    if ancestors.contains(&canonical) {
+        return Ok(());
+    }
+    ancestors.push(canonical);
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(_) => return Ok(()), // glob ignores unreadable directories
@@ -56,11 +75,12 @@ fn glob_suffix(dir: &Path, rel: &str, suffix: &str, out: &mut Vec<(String, std::
         let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
         let Ok(meta) = std::fs::metadata(&path) else { continue };
         if meta.is_dir() {
-            glob_suffix(&path, &child, suffix, out)?;
+            glob_walk(&path, &child, suffix, ancestors, out)?;
         } else if meta.is_file() && name.ends_with(suffix) {
             out.push((child, path));
         }
     }
+    ancestors.pop();
     Ok(())
 }
 
@@ -274,6 +294,28 @@ mod tests {
         assert_eq!(python_read(b"a\r\nb\rc\n"), "a\nb\nc\n");
         assert_eq!(python_read(b"\xef\xbb\xbfx"), "\u{feff}x");
         assert_eq!(python_read(b"a\r\n\xff"), "a\r\n\u{fffd}");
+    }
+
+    #[test]
+    fn glob_skips_hidden_names_and_follows_links_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (path, text) in [("a.py", "x"), ("pkg/b.py", "y"), (".hidden/c.py", "z"), ("pkg/.d.py", "w"), ("pkg/e.pyc", "v")] {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        std::fs::create_dir_all(root.join("src/x.ts")).unwrap(); // a directory named like a source file
+        std::fs::write(root.join("src/x.ts/y.tsx"), "t").unwrap();
+        std::fs::write(root.join("src/z.d.ts"), "d").unwrap();
+        std::fs::write(root.join("top.ts"), "not under src").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join("pkg"), root.join("pkg/loop")).unwrap();
+        let paths = |language| read_project(root, language).unwrap().into_iter().map(|f| f.path).collect::<Vec<_>>();
+        let python = paths(Language::Python);
+        assert!(python.starts_with(&["a.py".to_string(), "pkg/b.py".to_string()]), "{python:?}");
+        assert!(python.iter().all(|p| !p.contains(".hidden") && !p.ends_with(".d.py") && !p.ends_with(".pyc")));
+        assert_eq!(paths(Language::TypeScript), ["src/x.ts/y.tsx", "src/z.d.ts"]);
+        assert!(read_project(&root.join("absent"), Language::Java).unwrap().is_empty());
     }
 
     #[test]
