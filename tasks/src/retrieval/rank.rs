@@ -51,12 +51,14 @@ pub fn bm25(query: &[u32], counts: &[&[(u32, u32)]], lengths: &[usize]) -> Vec<f
     if n == 0 {
         return Vec::new();
     }
+    // Term ids are dense per repository: plain arrays instead of Python's dicts.
+    let size = vocabulary_size(counts);
     // Document frequencies, and the words in first-occurrence order (dict insertion order).
-    let mut df: HashMap<u32, u32> = HashMap::new();
+    let mut df = vec![0u32; size];
     let mut order: Vec<u32> = Vec::new();
     for doc in counts {
         for &(t, _) in *doc {
-            let e = df.entry(t).or_insert(0);
+            let e = &mut df[t as usize];
             if *e == 0 {
                 order.push(t);
             }
@@ -65,13 +67,13 @@ pub fn bm25(query: &[u32], counts: &[&[(u32, u32)]], lengths: &[usize]) -> Vec<f
     }
     let total: usize = lengths.iter().sum();
     let avgdl = total as f64 / n as f64;
-    let mut idf: HashMap<u32, f64> = HashMap::with_capacity(order.len());
+    let mut idf = vec![0f64; size];
     let mut idf_sum = 0.0;
     let mut negative = Vec::new();
     for &t in &order {
-        let freq = df[&t] as f64;
+        let freq = df[t as usize] as f64;
         let value = (n as f64 - freq + 0.5).ln() - (freq + 0.5).ln();
-        idf.insert(t, value);
+        idf[t as usize] = value;
         idf_sum += value;
         if value < 0.0 {
             negative.push(t);
@@ -79,27 +81,37 @@ pub fn bm25(query: &[u32], counts: &[&[(u32, u32)]], lengths: &[usize]) -> Vec<f
     }
     let eps = EPSILON * (idf_sum / order.len() as f64);
     for t in negative {
-        idf.insert(t, eps);
+        idf[t as usize] = eps;
     }
     // Query terms with their idf, in query order (unknown words add exactly 0).
-    let query: Vec<(u32, f64)> = query.iter().filter_map(|q| idf.get(q).map(|&v| (*q, v))).collect();
+    let query: Vec<(u32, f64)> =
+        query.iter().filter(|&&q| df.get(q as usize).is_some_and(|&d| d > 0)).map(|&q| (q, idf[q as usize])).collect();
+    let mut tf_of = vec![0u32; size];
     counts
         .iter()
         .zip(lengths)
         .map(|(doc, &len)| {
             let norm = K1 * ((1.0 - B) + B * len as f64 / avgdl);
+            doc.iter().for_each(|&(t, c)| tf_of[t as usize] = c);
             let mut score = 0.0;
             for &(q, q_idf) in &query {
                 // A zero frequency adds a (signed) zero, which cannot change a sum that
                 // started at +0.0, so absent terms are skipped.
-                if let Some(&(_, tf)) = doc.iter().find(|(t, _)| *t == q) {
+                let tf = tf_of[q as usize];
+                if tf > 0 {
                     let tf = tf as f64;
                     score += q_idf * (tf * (K1 + 1.0) / (tf + norm));
                 }
             }
+            doc.iter().for_each(|&(t, _)| tf_of[t as usize] = 0);
             score
         })
         .collect()
+}
+
+/// One more than the largest term id in the documents.
+fn vocabulary_size(counts: &[&[(u32, u32)]]) -> usize {
+    counts.iter().flat_map(|d| d.iter()).map(|&(t, _)| t as usize + 1).max().unwrap_or(0)
 }
 
 /// `|set(q) & set(d)| / |set(q) | set(d)|` for each document (`counts` as for [`bm25`]).

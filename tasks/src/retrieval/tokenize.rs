@@ -135,6 +135,13 @@ fn split_contraction(text: &str, regex: &Regex, before: Edge, after: Edge) -> Op
     Some(out)
 }
 
+/// Everything that can make NLTK split inside a run of word characters: the contraction
+/// words and the quote contractions (`n't`, `N'T`, `'t`, `'n`, `'ye`). Every other rule of
+/// Punkt and the Treebank tokenizer only adds spaces next to punctuation or drops whitespace,
+/// so a text without these has exactly the tokens of `re.findall(r"\w+", text)`.
+static SPLITS_WORDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)cannot|gimme|gonna|gotta|lemme|wanna|'t|'n|'ye").expect("static regex"));
+
 static PY_WORDS: LazyLock<Regex> = LazyLock::new(|| Regex::new(&format!("{PY_WORD_CLASS}+")).expect("static regex"));
 
 /// `regex`-module `\w` (the engine NLTK's Treebank patterns run on): Unicode word characters.
@@ -212,6 +219,12 @@ impl Tokenizer {
 
     /// Calls `f` with each token of [`Tokenizer::tokenize`], without allocating them.
     pub fn for_each_token(&self, text: &str, mut f: impl FnMut(&str)) {
+        if !SPLITS_WORDS.is_match(text) {
+            for m in PY_WORDS.find_iter(text) {
+                f(m.as_str());
+            }
+            return;
+        }
         for (start, end) in self.punkt.sentence_spans(text) {
             let words = treebank(&text[start..end]);
             for m in PY_WORDS.find_iter(&words) {
@@ -266,6 +279,21 @@ mod tests {
         assert_eq!(tokens("wanna\u{1c}x"), ["wan", "na", "x"], "\\x1c is whitespace for Python");
         // The opening-quote rule spaces out `'twas` first, so CONTRACTIONS3 never fires.
         assert_eq!(tokens("twas 'twas"), ["twas", "twas"]);
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_full_pipeline() {
+        // Texts without contraction triggers skip Punkt and the Treebank rules.
+        let t = Tokenizer::default();
+        for text in ["x = f(a, b);  // done. Next: y...", "He said \"go.\" (Then) left!", "a--b ``c'' «d» e.g. x"] {
+            let mut full = Vec::new();
+            for (s, e) in t.punkt.sentence_spans(text) {
+                full.extend(PY_WORDS.find_iter(&treebank(&text[s..e])).map(|m| m.as_str().to_string()));
+            }
+            assert!(!SPLITS_WORDS.is_match(text));
+            assert_eq!(t.tokenize(text), full, "{text}");
+        }
+        assert!(SPLITS_WORDS.is_match("DON'T"));
     }
 
     #[test]
