@@ -5,24 +5,6 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-/// A candidate document as the lexical rankers see it: its token ids in order.
-pub trait Doc {
-    /// Token ids, in order, repeats included.
-    fn tokens(&self) -> &[u32];
-}
-
-impl Doc for Vec<u32> {
-    fn tokens(&self) -> &[u32] {
-        self
-    }
-}
-
-impl Doc for &[u32] {
-    fn tokens(&self) -> &[u32] {
-        self
-    }
-}
-
 /// Distinct terms of `tokens` with their counts, in order of first occurrence (the order
 /// of a Python dict filled while counting).
 pub fn term_counts(tokens: &[u32]) -> Vec<(u32, u32)> {
