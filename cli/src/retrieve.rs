@@ -13,7 +13,7 @@ use codesweep_tasks::retrieval::punkt::{Punkt, PunktParams};
 use codesweep_tasks::retrieval::run::render_jsonl;
 use codesweep_tasks::retrieval::{retrieve, ExampleRecord, Options, QueryType, RankingFn, Status, Tokenizer};
 
-use crate::files::{handle_invalid, output_dir, read_input, thread_pool, write_atomic, ScoringFlags};
+use crate::files::{handle_invalid, output_dir, read_input, thread_pool, write_atomic};
 
 /// Ranking function.
 #[derive(Clone, Copy, ValueEnum)]
@@ -23,6 +23,7 @@ enum RetrieverArg {
     /// scikit-learn TF-IDF cosine similarity (scores written as one-element lists).
     Tfidf,
     /// Jaccard similarity of token sets (the official `jaccard_sim`).
+    #[value(alias = "jaccard_sim")]
     Jaccard,
     /// Cosine similarity of embeddings (needs the model-backed embedder; not available yet).
     Dense,
@@ -32,6 +33,7 @@ enum RetrieverArg {
 #[derive(Clone, Copy, ValueEnum)]
 enum QueryArg {
     /// The last 10 non-blank prompt lines (RG-1).
+    #[value(name = "last_n_lines", alias = "last-n-lines")]
     LastNLines,
     /// The last 10 non-blank lines of prompt + groundtruth (oracle).
     Groundtruth,
@@ -56,7 +58,7 @@ pub struct Args {
     #[arg(long, value_enum)]
     retriever: RetrieverArg,
     /// Query formation (`--query_type`).
-    #[arg(long, value_enum, default_value = "last-n-lines")]
+    #[arg(long, value_enum, default_value = "last_n_lines")]
     query: QueryArg,
     /// Return the chunk after each top-ranked one (`--use_next_chunk_as_cfc True`, the RG-1
     /// setting of run.sh); not with `--query groundtruth`.
@@ -82,8 +84,13 @@ pub struct Args {
     /// (`line_completion_<rg1|oracle>_<bm25|tfidf|jaccard_sim>.jsonl`).
     #[arg(long, value_name = "DIR_OR_FILE")]
     out: PathBuf,
-    #[command(flatten)]
-    flags: ScoringFlags,
+    /// Retrieve for the valid records and report the invalid ones (with file, line and field),
+    /// leaving them out of the output, instead of stopping at the first malformed line.
+    #[arg(long)]
+    skip_invalid: bool,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
 }
 
 fn language_parser() -> impl TypedValueParser<Value = Language> {
@@ -135,7 +142,7 @@ pub fn run(args: Args) -> Result<()> {
 
     let examples_name = args.examples.display().to_string();
     let parsed = parse_jsonl(&examples_name, &read_input(&args.examples)?, ExampleRecord::from_json);
-    handle_invalid(&parsed.errors, args.flags.skip_invalid)?;
+    handle_invalid(&parsed.errors, args.skip_invalid)?;
     let records: Vec<ExampleRecord> = parsed.records.into_iter().map(|r| r.value).collect();
     if records.is_empty() {
         bail!("{examples_name}: no example to retrieve for");
@@ -147,7 +154,7 @@ pub fn run(args: Args) -> Result<()> {
         eprintln!("warning: repository not found: {} (its examples get an empty context, as officially)", args.repos.join(name).display());
     }
 
-    let pool = thread_pool(args.flags.threads)?;
+    let pool = thread_pool(args.threads)?;
     let retrieving = Instant::now();
     let results = pool
         .install(|| retrieve(&records, &args.repos, args.language, &options, &tokenizer, None))

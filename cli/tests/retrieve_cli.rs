@@ -64,7 +64,7 @@ fn run_retrieve(dir: &Path, extra: &[&str]) -> Output {
 fn writes_the_official_file_with_context_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let result = run_retrieve(dir.path(), &["--retriever", "bm25", "--next-chunk", "--out", out.to_str().unwrap()]);
+    let result = run_retrieve(dir.path(), &["--retriever", "bm25", "--query", "last_n_lines", "--next-chunk", "--out", out.to_str().unwrap()]);
     assert!(result.status.success(), "{}", text(&result.stderr));
     let written = std::fs::read_to_string(out.join("line_completion_rg1_bm25.jsonl")).unwrap();
     let rows: Vec<Value> = written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
