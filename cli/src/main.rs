@@ -3,6 +3,7 @@
 
 mod files;
 mod generate;
+mod retrieve;
 mod score_cceval;
 mod score_repoqa;
 mod serve;
@@ -28,6 +29,9 @@ enum Command {
     Generate(generate::Args),
     /// Serve a local model over a minimal OpenAI-compatible API (POST /v1/completions).
     Serve(serve::Args),
+    /// Retrieve cross-file context for CrossCodeEval examples exactly as the official prompt
+    /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF or Jaccard.
+    Retrieve(retrieve::Args),
 }
 
 #[derive(Subcommand)]
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         Command::Score(ScoreCommand::Repoqa(args)) => score_repoqa::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Retrieve(args) => retrieve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

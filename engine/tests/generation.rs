@@ -68,6 +68,14 @@ fn full_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
     l.squeeze(0).unwrap().to_vec1().unwrap()
 }
 
+/// f32 models must agree to 1e-4. Quantized GGUF matmuls also quantize each activation row to
+/// 8 bits: a last-ulp difference in an attention sum can move one activation across a rounding
+/// step, which shifts logits by ~1e-2. Such models get a tolerance that still catches real bugs
+/// (a wrong position or mask moves logits by whole units).
+fn tolerance(label: &str) -> f32 {
+    if label.contains("safetensors f32") { 1e-4 } else { 0.1 }
+}
+
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
@@ -82,7 +90,8 @@ fn kv_cache_decoding_equals_full_recomputation() {
             model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap();
         for _ in 0..8 {
             let full = full_logits(&model, &ids);
-            assert!(max_diff(&logits, &full) <= 1e-4, "{label}: incremental vs full differ by {}", max_diff(&logits, &full));
+            let diff = max_diff(&logits, &full);
+            assert!(diff <= tolerance(&label), "{label}: incremental vs full differ by {diff} at {} tokens", ids.len());
             let next = codesweep_engine::generate::sampling::argmax(&logits) as u32;
             ids.push(next);
             let start = cache.columns();
@@ -107,7 +116,8 @@ fn left_padding_does_not_change_a_sequence() {
         let both: Vec<Vec<f32>> = model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().to_vec2().unwrap();
         let d_short = max_diff(&both[1], &full_logits(&model, &short));
         let d_long = max_diff(&both[0], &full_logits(&model, &long));
-        assert!(d_short <= 1e-4 && d_long <= 1e-4, "{label}: padded {d_short}, unpadded {d_long}");
+        let tol = tolerance(&label);
+        assert!(d_short <= tol && d_long <= tol, "{label}: padded {d_short}, unpadded {d_long}");
     }
 }
 

@@ -1,4 +1,5 @@
 //! Shared helpers for the golden tests: locating `shared/golden` and comparing JSON values.
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::path::PathBuf;
 

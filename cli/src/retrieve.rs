@@ -1,0 +1,198 @@
+//! `codesweep retrieve`: the official CrossCodeEval prompt builder (cross-file context by
+//! BM25, TF-IDF, Jaccard or a dense embedder), writing the official output files.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::builder::TypedValueParser;
+use clap::ValueEnum;
+use codesweep_tasks::cceval::Language;
+use codesweep_tasks::input::parse_jsonl;
+use codesweep_tasks::retrieval::punkt::{Punkt, PunktParams};
+use codesweep_tasks::retrieval::run::render_jsonl;
+use codesweep_tasks::retrieval::{retrieve, ExampleRecord, Options, QueryType, RankingFn, Status, Tokenizer};
+
+use crate::files::{handle_invalid, output_dir, read_input, thread_pool, write_atomic};
+
+/// Ranking function.
+#[derive(Clone, Copy, ValueEnum)]
+enum RetrieverArg {
+    /// rank-bm25 BM25Okapi (k1 1.5, b 0.75, epsilon 0.25).
+    Bm25,
+    /// scikit-learn TF-IDF cosine similarity (scores written as one-element lists).
+    Tfidf,
+    /// Jaccard similarity of token sets (the official `jaccard_sim`).
+    #[value(alias = "jaccard_sim")]
+    Jaccard,
+    /// Cosine similarity of embeddings (needs the model-backed embedder; not available yet).
+    Dense,
+}
+
+/// How the query is formed.
+#[derive(Clone, Copy, ValueEnum)]
+enum QueryArg {
+    /// The last 10 non-blank prompt lines (RG-1).
+    #[value(name = "last_n_lines", alias = "last-n-lines")]
+    LastNLines,
+    /// The last 10 non-blank lines of prompt + groundtruth (oracle).
+    Groundtruth,
+}
+
+/// Retrieve cross-file context for CrossCodeEval examples.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Official example file (`line_completion.jsonl`): `prompt`, `groundtruth`,
+    /// `metadata.repository`, `metadata.file`.
+    #[arg(long, value_name = "FILE")]
+    examples: PathBuf,
+    /// Folder with one subfolder per `metadata.repository` (the builder's
+    /// `<repository_root>/<language>`); `scripts/fetch-retrieval-sources.sh` builds one.
+    #[arg(long, value_name = "DIR")]
+    repos: PathBuf,
+    /// Language of the examples: selects the files read (`**/*.py`, `**/*.java`, `**/*.cs`,
+    /// TypeScript `src/**/*.ts[x]`) and the comment marker of the context text.
+    #[arg(long, value_parser = language_parser())]
+    language: Language,
+    /// Ranking function (`--ranking_fn`).
+    #[arg(long, value_enum)]
+    retriever: RetrieverArg,
+    /// Query formation (`--query_type`).
+    #[arg(long, value_enum, default_value = "last_n_lines")]
+    query: QueryArg,
+    /// Return the chunk after each top-ranked one (`--use_next_chunk_as_cfc True`, the RG-1
+    /// setting of run.sh); not with `--query groundtruth`.
+    #[arg(long)]
+    next_chunk: bool,
+    /// Chunks returned per example (`--maximum_cross_file_chunk`).
+    #[arg(long, default_value_t = 5)]
+    top_k: usize,
+    /// Largest directory distance of a cross file (`--crossfile_distance`).
+    #[arg(long, default_value_t = 100)]
+    max_distance: usize,
+    /// Cross files kept, nearest first (`--maximum_cross_files`).
+    #[arg(long, default_value_t = 1000)]
+    max_files: usize,
+    /// Chunks ranked, nearest files first (`--maximum_chunk_to_rerank`).
+    #[arg(long, default_value_t = 1000)]
+    max_chunks: usize,
+    /// NLTK's English punkt_tab folder (`scripts/fetch-punkt-english.sh`); default
+    /// $CODESWEEP_PUNKT_DIR, else ~/.cache/codesweep/punkt_tab/english.
+    #[arg(long, value_name = "DIR")]
+    punkt: Option<PathBuf>,
+    /// Output: a `.jsonl` file, or a folder that gets the official name
+    /// (`line_completion_<rg1|oracle>_<bm25|tfidf|jaccard_sim>.jsonl`).
+    #[arg(long, value_name = "DIR_OR_FILE")]
+    out: PathBuf,
+    /// Retrieve for the valid records and report the invalid ones (with file, line and field),
+    /// leaving them out of the output, instead of stopping at the first malformed line.
+    #[arg(long)]
+    skip_invalid: bool,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+fn language_parser() -> impl TypedValueParser<Value = Language> {
+    clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
+}
+
+fn punkt_dir(arg: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(dir) = arg.or_else(|| std::env::var_os("CODESWEEP_PUNKT_DIR").map(PathBuf::from)) {
+        return Ok(dir);
+    }
+    let home = std::env::var_os("HOME").context("HOME is not set; pass --punkt DIR")?;
+    Ok(PathBuf::from(home).join(".cache/codesweep/punkt_tab/english"))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let started = Instant::now();
+    let ranking = match args.retriever {
+        RetrieverArg::Bm25 => RankingFn::Bm25,
+        RetrieverArg::Tfidf => RankingFn::Tfidf,
+        RetrieverArg::Jaccard => RankingFn::JaccardSim,
+        RetrieverArg::Dense => bail!(
+            "--retriever dense needs a text embedder (UniXcoder/BERT), which arrives with the engine crate; \
+             it is not available in this build. Use bm25, tfidf or jaccard."
+        ),
+    };
+    let query = match args.query {
+        QueryArg::LastNLines => QueryType::LastNLines,
+        QueryArg::Groundtruth => QueryType::Groundtruth,
+    };
+    if args.next_chunk && query == QueryType::Groundtruth {
+        bail!("--next-chunk cannot be combined with --query groundtruth (the official builder forbids it too)");
+    }
+    let options = Options {
+        ranking,
+        query,
+        use_next_chunk: args.next_chunk,
+        top_k: args.top_k,
+        max_distance: args.max_distance,
+        max_files: args.max_files,
+        max_chunks: args.max_chunks,
+    };
+    if !args.repos.is_dir() {
+        bail!("--repos {}: not a folder", args.repos.display());
+    }
+    let punkt = punkt_dir(args.punkt)?;
+    let params = PunktParams::load(&punkt)
+        .with_context(|| "NLTK's English Punkt tables are needed for word_tokenize; run scripts/fetch-punkt-english.sh or pass --punkt DIR")?;
+    let tokenizer = Tokenizer::new(Punkt::new(params));
+
+    let examples_name = args.examples.display().to_string();
+    let parsed = parse_jsonl(&examples_name, &read_input(&args.examples)?, ExampleRecord::from_json);
+    handle_invalid(&parsed.errors, args.skip_invalid)?;
+    let records: Vec<ExampleRecord> = parsed.records.into_iter().map(|r| r.value).collect();
+    if records.is_empty() {
+        bail!("{examples_name}: no example to retrieve for");
+    }
+    let mut missing: Vec<&str> = records.iter().map(|r| r.repository.as_str()).filter(|name| !args.repos.join(name).is_dir()).collect();
+    missing.sort_unstable();
+    missing.dedup();
+    for name in &missing {
+        eprintln!("warning: repository not found: {} (its examples get an empty context, as officially)", args.repos.join(name).display());
+    }
+
+    let pool = thread_pool(args.threads)?;
+    let retrieving = Instant::now();
+    let results = pool
+        .install(|| retrieve(&records, &args.repos, args.language, &options, &tokenizer, None))
+        .context("retrieval failed")?;
+    let elapsed = retrieving.elapsed();
+
+    let target = output_path(&args.out, &options.output_file_name())?;
+    let (dir, name) = (target.parent().unwrap_or(Path::new(".")), target.file_name().and_then(|n| n.to_str()).context("output file name")?);
+    write_atomic(dir, name, &render_jsonl(&records, &results, args.language))?;
+
+    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+    eprintln!(
+        "{} examples: {} with context, {} project_not_found, {} file_not_found_in_project, {} no_crossfile_context",
+        results.len(),
+        count(Status::Ok),
+        count(Status::ProjectNotFound),
+        count(Status::FileNotFoundInProject),
+        count(Status::NoCrossfileContext)
+    );
+    eprintln!(
+        "retrieved in {:.3} s ({:.1} examples/s, {} threads); {:.3} s in all; wrote {}",
+        elapsed.as_secs_f64(),
+        results.len() as f64 / elapsed.as_secs_f64().max(1e-9),
+        pool.current_num_threads(),
+        started.elapsed().as_secs_f64(),
+        target.display()
+    );
+    Ok(())
+}
+
+/// `out` itself when it names a `.jsonl` file, else `out/<official name>` (folder created).
+fn output_path(out: &Path, official: &str) -> Result<PathBuf> {
+    if out.extension().is_some_and(|e| e == "jsonl") && !out.is_dir() {
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            output_dir(parent)?;
+        }
+        return Ok(out.to_path_buf());
+    }
+    output_dir(out)?;
+    Ok(out.join(official))
+}

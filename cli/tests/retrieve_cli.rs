@@ -1,0 +1,129 @@
+//! `codesweep retrieve` as a user runs it: a small repository written by the test, the
+//! official output layout, errors naming file/line/field, and (with the fetched sources) the
+//! golden Python RG-1 BM25 file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn codesweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_codesweep")).args(args).output().expect("codesweep runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(path: &Path, contents: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, contents).unwrap();
+}
+
+/// A Punkt model with no learned parameters (enough for code without abbreviations).
+fn empty_punkt(dir: &Path) -> PathBuf {
+    let punkt = dir.join("punkt");
+    for name in ["abbrev_types.txt", "collocations.tab", "sent_starters.txt", "ortho_context.tab"] {
+        write(&punkt.join(name), "");
+    }
+    punkt
+}
+
+/// Repository `demo` (`pkg/util.py`, `pkg/models.py`, `other/far.py`, a hidden file) and two
+/// examples in `pkg/main.py`.
+fn fixture(dir: &Path) -> (PathBuf, PathBuf) {
+    let repo = dir.join("repos/demo");
+    let util: String = (0..25).map(|i| format!("def helper_{i}(x):\n    return x + {i}\n")).collect();
+    write(&repo.join("pkg/util.py"), &util);
+    write(&repo.join("pkg/models.py"), "class Model:\n    def save(self):\n        return self\n");
+    write(&repo.join("other/far.py"), "FAR = 1\n");
+    write(&repo.join(".hidden/secret.py"), "def helper_3(): pass\n");
+    write(&repo.join("pkg/main.py"), "import util\n");
+    let examples = dir.join("examples.jsonl");
+    let record = |id: &str, file: &str| {
+        format!(
+            r#"{{"prompt": "import util\nvalue = helper_3(", "groundtruth": "1)", "right_context": "", "metadata": {{"task_id": "{id}", "repository": "demo", "file": "{file}"}}, "crossfile_context": {{"text": "old", "list": []}}, "extra": 1}}"#
+        )
+    };
+    write(&examples, &format!("{}\n{}\n", record("t/0", "pkg/main.py"), record("t/1", "pkg/missing.py")));
+    (dir.join("repos"), examples)
+}
+
+fn run_retrieve(dir: &Path, extra: &[&str]) -> Output {
+    let (repos, examples) = fixture(dir);
+    let punkt = empty_punkt(dir);
+    let mut args = vec![
+        "retrieve", "--language", "python", "--examples", examples.to_str().unwrap(),
+        "--repos", repos.to_str().unwrap(), "--punkt", punkt.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    codesweep(&args)
+}
+
+#[test]
+fn writes_the_official_file_with_context_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let result = run_retrieve(dir.path(), &["--retriever", "bm25", "--query", "last_n_lines", "--next-chunk", "--out", out.to_str().unwrap()]);
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    let written = std::fs::read_to_string(out.join("line_completion_rg1_bm25.jsonl")).unwrap();
+    let rows: Vec<Value> = written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    let keys: Vec<&str> = rows[0].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["prompt", "groundtruth", "right_context", "metadata", "crossfile_context", "extra"], "key order kept");
+    let cfc = &rows[0]["crossfile_context"];
+    let list = cfc["list"].as_array().unwrap();
+    assert!(!list.is_empty() && list.len() <= 5);
+    // The best chunk of util.py contains helper_3; with --next-chunk the following chunk is returned.
+    assert_eq!(list[0]["filename"], "pkg/util.py");
+    assert!(list[0]["retrieved_chunk"].as_str().unwrap().starts_with("def helper_5"), "{}", list[0]);
+    assert!(cfc["text"].as_str().unwrap().starts_with("# Here are some relevant code fragments from other files of the repo:\n\n"));
+    assert!(list.iter().all(|c| c["filename"] != ".hidden/secret.py" && c["filename"] != "pkg/main.py"));
+    assert_eq!(rows[1]["crossfile_context"], serde_json::json!({}), "file not in the project -> {{}}");
+    assert!(text(&result.stderr).contains("1 file_not_found_in_project"), "{}", text(&result.stderr));
+}
+
+#[test]
+fn oracle_tfidf_and_file_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("custom.jsonl");
+    let result = run_retrieve(dir.path(), &["--retriever", "tfidf", "--query", "groundtruth", "--out", out.to_str().unwrap()]);
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    let first: Value = serde_json::from_str(std::fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    let score = &first["crossfile_context"]["list"][0]["score"];
+    assert!(score.as_array().is_some_and(|a| a.len() == 1), "TF-IDF scores are one-element lists: {score}");
+}
+
+#[test]
+fn bad_inputs_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let result = run_retrieve(dir.path(), &["--retriever", "dense", "--out", out.to_str().unwrap()]);
+    assert!(!result.status.success());
+    assert!(text(&result.stderr).contains("engine crate"), "{}", text(&result.stderr));
+
+    let result = run_retrieve(dir.path(), &["--retriever", "bm25", "--next-chunk", "--query", "groundtruth", "--out", out.to_str().unwrap()]);
+    assert!(!result.status.success());
+    assert!(text(&result.stderr).contains("--next-chunk cannot be combined"), "{}", text(&result.stderr));
+
+    let examples = dir.path().join("examples.jsonl");
+    let mut content = std::fs::read_to_string(&examples).unwrap();
+    content.push_str("{\"prompt\": \"x\", \"groundtruth\": \"y\", \"metadata\": {\"file\": \"a.py\"}}\n");
+    std::fs::write(&examples, content).unwrap();
+    let punkt = dir.path().join("punkt");
+    let result = codesweep(&[
+        "retrieve", "--language", "python", "--retriever", "bm25", "--examples", examples.to_str().unwrap(),
+        "--repos", dir.path().join("repos").to_str().unwrap(), "--punkt", punkt.to_str().unwrap(), "--out", out.to_str().unwrap(),
+    ]);
+    assert!(!result.status.success());
+    let stderr = text(&result.stderr);
+    assert!(stderr.contains("examples.jsonl:3: field `metadata.repository`"), "{stderr}");
+
+    let result = codesweep(&[
+        "retrieve", "--language", "python", "--retriever", "bm25", "--examples", examples.to_str().unwrap(),
+        "--repos", dir.path().join("repos").to_str().unwrap(), "--punkt", dir.path().join("nope").to_str().unwrap(),
+        "--out", out.to_str().unwrap(),
+    ]);
+    assert!(!result.status.success());
+    assert!(text(&result.stderr).contains("fetch-punkt-english.sh"), "{}", text(&result.stderr));
+}
