@@ -20,6 +20,30 @@ pub struct ScoringFlags {
     pub threads: usize,
 }
 
+/// Which model to load and where: the flags `generate` and `serve` share.
+#[derive(clap::Args)]
+pub struct ModelArgs {
+    /// A `.gguf` file or a Hugging Face directory (config.json, *.safetensors, tokenizer.json).
+    #[arg(long)]
+    pub model: std::path::PathBuf,
+    /// `cpu`, or `cuda:N` in a build with `--features cuda`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Activation/weight dtype for safetensors models: f32, f16 or bf16 (default: f32 on CPU, f16 on GPU).
+    #[arg(long)]
+    pub dtype: Option<String>,
+}
+
+impl ModelArgs {
+    /// Loads the model onto the chosen device.
+    pub fn load(&self) -> Result<codesweep_engine::Model> {
+        let device = codesweep_engine::parse_device(&self.device)?;
+        let dtype = self.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
+        codesweep_engine::Model::load(&self.model, &device, dtype)
+            .with_context(|| format!("cannot load {}", self.model.display()))
+    }
+}
+
 /// Reads a whole input file, naming it in the error.
 pub fn read_input(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))

@@ -5,24 +5,17 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
-use codesweep_engine::{GenerateOptions, Generator, Model, Request, Sampling};
+use codesweep_engine::{GenerateOptions, Generator, Request, Sampling};
 use codesweep_tasks::input::{parse_jsonl, str_field};
 use serde_json::json;
 
-use crate::files::{handle_invalid, progress, read_input, write_atomic};
+use crate::files::{handle_invalid, progress, read_input, write_atomic, ModelArgs};
 
 /// Arguments of `codesweep generate`.
 #[derive(ClapArgs)]
 pub struct Args {
-    /// A `.gguf` file or a Hugging Face directory (config.json, *.safetensors, tokenizer.json).
-    #[arg(long)]
-    model: PathBuf,
-    /// `cpu`, or `cuda:N` in a build with `--features cuda`.
-    #[arg(long, default_value = "cpu")]
-    device: String,
-    /// Activation/weight dtype for safetensors models: f32, f16 or bf16 (default: f32 on CPU, f16 on GPU).
-    #[arg(long)]
-    dtype: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// JSON Lines, one `{"id": …, "prompt": …}` per line.
     #[arg(long)]
     prompts: PathBuf,
@@ -79,13 +72,11 @@ pub fn run(args: Args) -> Result<()> {
     if parsed.records.is_empty() {
         bail!("{file}: no prompts");
     }
-    let device = codesweep_engine::parse_device(&args.device)?;
-    let dtype = args.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
     let loading = Instant::now();
-    let model = Model::load(&args.model, &device, dtype).with_context(|| format!("cannot load {}", args.model.display()))?;
+    let model = args.model.load()?;
     eprintln!(
         "loaded {} ({}, {} layers) in {:.1}s",
-        args.model.display(),
+        args.model.model.display(),
         model.config.architecture.name(),
         model.config.num_layers,
         loading.elapsed().as_secs_f64()

@@ -3,28 +3,22 @@
 //! Requests arriving together are batched: HTTP threads hand jobs to one engine thread, which
 //! takes every job waiting and generates for all of them at once.
 
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
-use codesweep_engine::{Completion, GenerateOptions, Generator, Model, Request, Sampling, StopReason};
+use codesweep_engine::{Completion, GenerateOptions, Generator, Request, Sampling, StopReason};
 use serde_json::{json, Value};
+
+use crate::files::ModelArgs;
 
 /// Arguments of `codesweep serve`.
 #[derive(ClapArgs)]
 pub struct Args {
-    /// A `.gguf` file or a Hugging Face directory.
-    #[arg(long)]
-    model: PathBuf,
-    /// `cpu`, or `cuda:N` in a build with `--features cuda`.
-    #[arg(long, default_value = "cpu")]
-    device: String,
-    /// Activation/weight dtype for safetensors models: f32, f16 or bf16.
-    #[arg(long)]
-    dtype: Option<String>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -49,11 +43,9 @@ struct Job {
 
 /// Runs the server until the process is stopped.
 pub fn run(args: Args) -> Result<()> {
-    let device = codesweep_engine::parse_device(&args.device)?;
-    let dtype = args.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
-    let model = Model::load(&args.model, &device, dtype).with_context(|| format!("cannot load {}", args.model.display()))?;
+    let model = args.model.load()?;
     let name = args.served_name.clone().unwrap_or_else(|| {
-        args.model.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "model".into())
+        args.model.model.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "model".into())
     });
     let api_key = match &args.api_key_env {
         Some(var) => Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?),
@@ -86,25 +78,15 @@ pub fn run(args: Args) -> Result<()> {
         while let Ok(more) = jobs_rx.try_recv() {
             jobs.push(more);
         }
-        // Ids are made unique across jobs for the batch, then restored.
-        let mut all = Vec::new();
-        for (j, job) in jobs.iter().enumerate() {
-            for r in &job.requests {
-                all.push(Request { id: format!("{j}\u{1f}{}", r.id), ..r.clone() });
-            }
-        }
+        // Ids stay as the client's prompt indices, so seeded samples do not depend on which
+        // other requests share the batch; completions come back in request order, n per request.
+        let all: Vec<Request> = jobs.iter().flat_map(|job| job.requests.iter().cloned()).collect();
         match generator.generate(&all, |_| {}) {
             Ok(generation) => {
-                let mut per_job: Vec<Vec<Completion>> = vec![Vec::new(); jobs.len()];
-                for mut c in generation.completions {
-                    if let Some((j, id)) = c.id.split_once('\u{1f}') {
-                        let j: usize = j.parse().unwrap_or(0);
-                        c.id = id.to_string();
-                        per_job[j].push(c);
-                    }
-                }
-                for (job, cs) in jobs.into_iter().zip(per_job) {
-                    let _ = job.reply.send(Ok(cs));
+                let mut completions = generation.completions.into_iter();
+                for job in jobs {
+                    let count: usize = job.requests.iter().map(|r| r.n.max(1)).sum();
+                    let _ = job.reply.send(Ok(completions.by_ref().take(count).collect()));
                 }
             }
             Err(e) => {

@@ -169,7 +169,6 @@ impl HttpBackend {
                 }
             }
             let generated = logprobs.len().max(usize::from(!text.is_empty()));
-            let logprobs = logprobs;
             out.push(Completion {
                 id: req.id.clone(),
                 sample: choice["index"].as_u64().map_or(i, |x| x as usize),
@@ -203,7 +202,7 @@ impl HttpBackend {
                         let r = self.complete_one(&agent, req);
                         if let Ok(cs) = &r {
                             if let Ok(mut f) = on_done.lock() {
-                                cs.iter().for_each(|c| f(c));
+                                cs.iter().for_each(&mut *f);
                             }
                         }
                         let failed = r.is_err();

@@ -250,6 +250,25 @@ impl GeluMlp {
     }
 }
 
+/// The MLP of a block: SiLU-gated or GELU.
+#[derive(Debug, Clone)]
+pub enum Mlp {
+    /// LLaMA, Qwen2.
+    Gated(GatedMlp),
+    /// StarCoder, StarCoder2.
+    Gelu(GeluMlp),
+}
+
+impl Mlp {
+    /// (b, t, hidden) → (b, t, hidden).
+    pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        match self {
+            Self::Gated(m) => m.forward(x),
+            Self::Gelu(m) => m.forward(x),
+        }
+    }
+}
+
 /// The last position of each row: (b, t, h) → (b, h).
 pub fn last_position(x: &Tensor) -> candle_core::Result<Tensor> {
     let t = x.dim(1)?;

@@ -228,7 +228,7 @@ impl Weights {
             self.check_shape(&full, t.dims(), &[out, in_])?;
             QMatMul::Tensor(t)
         };
-        let bias = if with_bias { Some(self.vector(&Name::new(&name.gguf, &name.hf), "bias", out)?) } else { None };
+        let bias = if with_bias { Some(self.vector(name, "bias", out)?) } else { None };
         Ok(Linear { weight, bias })
     }
 
@@ -238,6 +238,17 @@ impl Weights {
         let t = self.dense(&full)?;
         self.check_shape(&full, t.dims(), &[len])?;
         Ok(t)
+    }
+
+    /// The output projection: `output` / `lm_head` when the file has one, else the tied embedding.
+    pub fn output_head(&mut self, embed: &Embedding, hidden: usize) -> Result<Linear> {
+        let name = Name::new("output", "lm_head");
+        if self.has(&name) {
+            let vocab = embed.rows().map_err(|e| self.missing("embedding", e))?;
+            self.linear(&name, vocab, hidden, false)
+        } else {
+            embed.as_linear().map_err(|e| self.missing("embedding", e))
+        }
     }
 
     /// Loads a (rows, cols) table as an embedding.

@@ -52,8 +52,7 @@ impl GptBigcode {
             });
         }
         let norm = Norm::layer(w, &Name::new("output_norm", "transformer.ln_f"), h, cfg.norm_eps)?;
-        let head_name = Name::new("output", "lm_head");
-        let head = if w.has(&head_name) { w.linear(&head_name, embed.rows()?, h, false)? } else { embed.as_linear()? };
+        let head = w.output_head(&embed, h)?;
         Ok(Self {
             embed,
             positions,

@@ -2,8 +2,7 @@
 //! a Hugging Face directory.
 
 pub mod gpt_bigcode;
-pub mod llama;
-pub mod starcoder2;
+pub mod rotary;
 
 use std::fs::File;
 use std::io::BufReader;
@@ -20,10 +19,8 @@ use crate::weights::Weights;
 
 /// A forward pass of one of the supported architectures.
 pub enum Network {
-    /// LLaMA and Qwen2.
-    Llama(llama::Llama),
-    /// StarCoder2.
-    Starcoder2(starcoder2::Starcoder2),
+    /// LLaMA, Qwen2 and StarCoder2.
+    Rotary(rotary::RotaryDecoder),
     /// GPT-BigCode.
     GptBigcode(gpt_bigcode::GptBigcode),
 }
@@ -33,8 +30,7 @@ impl Network {
     /// `cache`; returns the logits of each row's last position, (b, vocab) in f32.
     pub fn forward(&self, tokens: &Tensor, positions: &Tensor, mask: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         Ok(match self {
-            Self::Llama(m) => m.forward(tokens, positions, mask, cache)?,
-            Self::Starcoder2(m) => m.forward(tokens, positions, mask, cache)?,
+            Self::Rotary(m) => m.forward(tokens, positions, mask, cache)?,
             Self::GptBigcode(m) => m.forward(tokens, positions, mask, cache)?,
         })
     }
@@ -138,8 +134,9 @@ impl Model {
 
 fn build_network(w: &mut Weights, cfg: &ModelConfig) -> Result<Network> {
     Ok(match cfg.architecture {
-        Architecture::Llama | Architecture::Qwen2 => Network::Llama(llama::Llama::load(w, cfg)?),
-        Architecture::Starcoder2 => Network::Starcoder2(starcoder2::Starcoder2::load(w, cfg)?),
+        Architecture::Llama | Architecture::Qwen2 | Architecture::Starcoder2 => {
+            Network::Rotary(rotary::RotaryDecoder::load(w, cfg)?)
+        }
         Architecture::GptBigcode => Network::GptBigcode(gpt_bigcode::GptBigcode::load(w, cfg)?),
     })
 }

@@ -82,7 +82,7 @@ impl TextTokenizer {
         Ok(enc.get_ids().to_vec())
     }
 
-    /// Token strings of `text` without special tokens (the official `tokenizer.tokenize`).
+    /// Token ids of `text` without special tokens (what the official `tokenizer.tokenize` counts).
     pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
         self.encode_with(text, false)
     }
