@@ -1,0 +1,18 @@
+//! codesweep-coordinator: turns sweep specs into shards and hands them to workers.
+//!
+//! - [`spec`]: the sweep spec (TOML/YAML/JSON through the `config` crate, environment
+//!   overrides `CODESWEEP__SECTION__KEY`), validated before anything runs.
+//! - [`plan`]: expands a spec into self-contained shard inputs written once to the store.
+//! - [`schedule`]: leases with TTLs, retries with backoff, model affinity — pure state, no I/O.
+//! - [`service`]: the gRPC `Coordinator` service over the schedule and the store.
+//! - [`report`]: merges shard results into the papers' tables and official-format exports.
+//!
+//! The store is the source of truth: a restarted coordinator reloads every unfinished run's
+//! plan and counts a shard done exactly when its result object exists.
+
+pub mod auth;
+pub mod plan;
+pub mod report;
+pub mod schedule;
+pub mod service;
+pub mod spec;

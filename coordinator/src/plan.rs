@@ -1,0 +1,243 @@
+//! The planner: a sweep spec becomes shards whose inputs are written once to the store.
+//!
+//! Each shard input carries its model, generation parameters and examples verbatim, so a
+//! worker needs nothing but the store to run it and any shard can be replayed later.
+
+use std::path::{Path, PathBuf};
+
+use codesweep_store::records::{self, Benchmark, ShardHeader};
+use codesweep_store::{shard_id, RunLayout, RunStore, StoreError};
+use codesweep_tasks::cceval::{Example, Language};
+use codesweep_tasks::input::{parse_jsonl, RecordError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::spec::{CcevalSection, SweepSpec};
+
+/// Why a spec could not be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A data file is missing or unreadable.
+    #[error("{path}: {message}")]
+    Data { path: String, message: String },
+    /// Records of a data file are invalid.
+    #[error("{count} invalid record(s) in the CrossCodeEval data:\n{listing}")]
+    Records { count: usize, listing: String },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run exists with another spec.
+    #[error("run {run_id:?} already exists in {store} with a different spec; choose another `run.name`, or submit the stored spec to resume it")]
+    SpecChanged { run_id: String, store: String },
+}
+
+/// One shard of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedShard {
+    /// `<model>/<benchmark>/<language>/<setting>/<nnnn>`.
+    pub shard_id: String,
+    /// Model display name.
+    pub model: String,
+    /// Benchmark.
+    pub benchmark: Benchmark,
+    /// Language.
+    pub language: String,
+    /// Setting.
+    pub setting: String,
+    /// Position of the shard within its (model, benchmark, language, setting) cell.
+    pub index: usize,
+    /// Number of examples.
+    pub examples: usize,
+}
+
+/// Every shard of a run, in a stable order (model, benchmark, language, setting, index).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The run id.
+    pub run_id: String,
+    /// The shards.
+    pub shards: Vec<PlannedShard>,
+}
+
+/// The setting name of the in-file (no retrieval) baseline.
+pub const IN_FILE: &str = "in_file";
+
+/// One data file chosen for a (language, setting) cell.
+#[derive(Debug, Clone)]
+struct CcevalCell {
+    language: Language,
+    setting: String,
+    file: PathBuf,
+    use_crossfile: bool,
+}
+
+fn data_error(path: &Path, message: impl Into<String>) -> PlanError {
+    PlanError::Data { path: path.display().to_string(), message: message.into() }
+}
+
+/// The `line_completion_<setting>.jsonl` settings present in a language folder, sorted.
+fn settings_in(dir: &Path) -> Result<Vec<String>, PlanError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| data_error(dir, format!("cannot list: {e}")))?;
+    let mut settings = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if let Some(setting) = name.strip_prefix("line_completion_").and_then(|s| s.strip_suffix(".jsonl")) {
+            settings.push(setting.to_string());
+        }
+    }
+    settings.sort();
+    Ok(settings)
+}
+
+fn cceval_cells(section: &CcevalSection) -> Result<Vec<CcevalCell>, PlanError> {
+    let languages: Vec<Language> = if section.languages.is_empty() {
+        Language::ALL.iter().copied().filter(|l| section.data_dir.join(l.name()).is_dir()).collect()
+    } else {
+        section.languages.iter().filter_map(|l| l.parse().ok()).collect()
+    };
+    if languages.is_empty() {
+        return Err(data_error(&section.data_dir, "no language folders (python, java, typescript, csharp)"));
+    }
+    let mut cells = Vec::new();
+    for language in languages {
+        let dir = section.data_dir.join(language.name());
+        let present = settings_in(&dir)?;
+        let wanted: Vec<String> = if section.settings.is_empty() {
+            std::iter::once(IN_FILE.to_string()).chain(present.iter().cloned()).collect()
+        } else {
+            section.settings.clone()
+        };
+        for setting in wanted {
+            let (file, use_crossfile) = if setting == IN_FILE {
+                // The baseline reads the prompts without their cross-file context; any setting's
+                // file holds the same prompts, `line_completion.jsonl` when present.
+                let plain = dir.join("line_completion.jsonl");
+                let file = if plain.is_file() {
+                    plain
+                } else {
+                    let first = present.first().ok_or_else(|| data_error(&dir, "no line_completion*.jsonl files"))?;
+                    dir.join(format!("line_completion_{first}.jsonl"))
+                };
+                (file, false)
+            } else {
+                let file = dir.join(format!("line_completion_{setting}.jsonl"));
+                if !file.is_file() {
+                    return Err(data_error(
+                        &file,
+                        format!("missing; settings present here: {IN_FILE}, {}", present.join(", ")),
+                    ));
+                }
+                (file, true)
+            };
+            cells.push(CcevalCell { language, setting, file, use_crossfile });
+        }
+    }
+    Ok(cells)
+}
+
+/// Reads a data file's examples verbatim (validated: task id, prompt, groundtruth, and the
+/// cross-file context text when the setting uses it).
+fn read_examples(cell: &CcevalCell, limit: Option<usize>) -> Result<Vec<Value>, PlanError> {
+    let bytes = std::fs::read(&cell.file).map_err(|e| data_error(&cell.file, format!("cannot read: {e}")))?;
+    let name = cell.file.display().to_string();
+    let parsed = parse_jsonl(&name, &bytes, |v| {
+        Example::from_json(v)?;
+        if cell.use_crossfile {
+            codesweep_tasks::input::str_field(v, "crossfile_context.text")?;
+        }
+        Ok(v.clone())
+    });
+    if !parsed.errors.is_empty() {
+        return Err(records_error(&parsed.errors));
+    }
+    let mut examples: Vec<Value> = parsed.records.into_iter().map(|r| r.value).collect();
+    if let Some(limit) = limit {
+        examples.truncate(limit);
+    }
+    if examples.is_empty() {
+        return Err(data_error(&cell.file, "no examples"));
+    }
+    Ok(examples)
+}
+
+fn records_error(errors: &[RecordError]) -> PlanError {
+    let listing: Vec<String> = errors.iter().take(10).map(|e| format!("  {e}")).collect();
+    let more = if errors.len() > 10 { format!("\n  … and {} more", errors.len() - 10) } else { String::new() };
+    PlanError::Records { count: errors.len(), listing: listing.join("\n") + &more }
+}
+
+/// Plans a run: writes the resolved spec, every shard input and the plan, and returns the
+/// plan. If the run already exists with the same spec, its stored plan is returned as is.
+pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanError> {
+    let layout = RunLayout::new(&spec.run.name);
+    let spec_json = serde_json::to_string_pretty(spec).map_err(|e| data_error(Path::new("spec"), e.to_string()))?;
+    if let Some(stored) = store.get_text(&layout.spec()).await? {
+        if stored != spec_json {
+            return Err(PlanError::SpecChanged { run_id: spec.run.name.clone(), store: store.url().to_string() });
+        }
+        if let Some(plan) = load_plan(store, &layout).await? {
+            return Ok(plan);
+        }
+    }
+    let mut shards = Vec::new();
+    let Some(section) = &spec.cceval else { return Ok(Plan { run_id: spec.run.name.clone(), shards }) };
+    let cells = cceval_cells(section)?;
+    let mut inputs = Vec::new();
+    for cell in &cells {
+        let examples = read_examples(cell, section.limit)?;
+        for model in &spec.models {
+            for (index, chunk) in examples.chunks(spec.run.shard_size).enumerate() {
+                let id = shard_id(&model.name, Benchmark::Cceval.name(), cell.language.name(), &cell.setting, index);
+                let header = ShardHeader {
+                    run_id: spec.run.name.clone(),
+                    shard_id: id.clone(),
+                    model: model.clone(),
+                    benchmark: Benchmark::Cceval,
+                    language: cell.language.name().to_string(),
+                    setting: cell.setting.clone(),
+                    use_crossfile: cell.use_crossfile,
+                    generation: spec.generation.clone(),
+                    examples: chunk.len(),
+                };
+                let text = records::encode(&header, chunk).map_err(|e| data_error(&cell.file, e.to_string()))?;
+                inputs.push((layout.input(&id), text));
+                shards.push(PlannedShard {
+                    shard_id: id,
+                    model: model.name.clone(),
+                    benchmark: Benchmark::Cceval,
+                    language: header.language,
+                    setting: header.setting,
+                    index,
+                    examples: chunk.len(),
+                });
+            }
+        }
+    }
+    for (key, text) in inputs {
+        store.put(&key, text).await?;
+    }
+    let plan = Plan { run_id: spec.run.name.clone(), shards };
+    let plan_json = serde_json::to_string_pretty(&plan).map_err(|e| data_error(Path::new("plan"), e.to_string()))?;
+    store.put(&layout.plan(), plan_json).await?;
+    // The spec goes last: a run whose spec exists has a complete plan.
+    store.put(&layout.spec(), spec_json).await?;
+    Ok(plan)
+}
+
+/// Reads a run's stored plan, if it has one.
+pub async fn load_plan(store: &RunStore, layout: &RunLayout) -> Result<Option<Plan>, PlanError> {
+    let key = layout.plan();
+    let Some(text) = store.get_text(&key).await? else { return Ok(None) };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| PlanError::Store(StoreError::Format { key, line: e.line(), message: e.to_string() }))
+}
+
+/// Reads a run's stored spec.
+pub async fn load_spec(store: &RunStore, layout: &RunLayout) -> Result<Option<SweepSpec>, PlanError> {
+    let key = layout.spec();
+    let Some(text) = store.get_text(&key).await? else { return Ok(None) };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| PlanError::Store(StoreError::Format { key, line: e.line(), message: e.to_string() }))
+}

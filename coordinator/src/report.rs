@@ -1,0 +1,1 @@
+//! Merged tables (placeholder until the report lands).

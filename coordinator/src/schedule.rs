@@ -1,0 +1,479 @@
+//! The schedule: which shard each worker gets, when leases expire, when shards are retried.
+//!
+//! Pure state with the clock passed in, so every rule is testable without sleeping:
+//! - a lease lives `lease_ttl` past its last heartbeat; an expired lease counts as a failed
+//!   attempt and returns the shard to the queue;
+//! - a failed attempt is retried after `retry_backoff × 2^(attempt−1)` (capped at 60 s) until
+//!   `max_attempts`, then the shard is failed for good and the run finishes the rest;
+//! - a worker gets shards of the model it has loaded while any are waiting; otherwise the
+//!   model with the most waiting examples per worker already on it, so sizes finish together.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use codesweep_proto::{ModelProgress, RunState, RunStatus, ShardFailure};
+use codesweep_store::RunLayout;
+
+use crate::plan::{Plan, PlannedShard};
+
+/// Lease and retry timings of one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timings {
+    /// Lifetime of a lease after each heartbeat.
+    pub lease_ttl: Duration,
+    /// Attempts before a shard fails for good.
+    pub max_attempts: u32,
+    /// Delay before the first retry.
+    pub retry_backoff: Duration,
+}
+
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, PartialEq)]
+enum ShardState {
+    Pending { not_before: Instant },
+    Leased { lease_id: String, worker_id: String, expires: Instant },
+    Done,
+    Failed,
+}
+
+#[derive(Debug)]
+struct ShardEntry {
+    planned: PlannedShard,
+    state: ShardState,
+    attempts: u32,
+    last_error: Option<String>,
+    progress: u64,
+}
+
+#[derive(Debug)]
+struct RunEntry {
+    layout: RunLayout,
+    store_url: String,
+    timings: Timings,
+    shards: Vec<ShardEntry>,
+    cancelled: bool,
+    added: Instant,
+    done_when_added: u64,
+}
+
+#[derive(Debug)]
+struct WorkerEntry {
+    loaded_model: String,
+    last_seen: Instant,
+}
+
+/// A lease handed to a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// Unique lease id.
+    pub lease_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The shard.
+    pub shard_id: String,
+    /// The run's store.
+    pub store_url: String,
+    /// Key of the shard input.
+    pub input_key: String,
+    /// Key the result must be created at.
+    pub result_key: String,
+    /// 1 for the first try.
+    pub attempt: u32,
+    /// The shard's model.
+    pub model: String,
+}
+
+/// A shard that ran out of attempts, for the caller to record in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalFailure {
+    /// The run.
+    pub run_id: String,
+    /// The shard.
+    pub shard_id: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last error.
+    pub error: String,
+}
+
+/// What a heartbeat learns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatAnswer {
+    /// The lease is still this worker's.
+    pub valid: bool,
+    /// The run was cancelled.
+    pub cancel: bool,
+}
+
+/// Every run the coordinator knows, and its workers.
+#[derive(Debug, Default)]
+pub struct Schedule {
+    runs: Vec<RunEntry>,
+    leases: HashMap<String, (usize, usize)>,
+    workers: HashMap<String, WorkerEntry>,
+    next_id: u64,
+    /// Leases that expired without a heartbeat.
+    pub lease_expirations: u64,
+    /// Attempts started again after a failure or an expired lease.
+    pub retries: u64,
+    final_failures: Vec<FinalFailure>,
+}
+
+fn backoff(timings: &Timings, attempts: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempts.saturating_sub(1));
+    timings.retry_backoff.saturating_mul(factor).min(MAX_BACKOFF)
+}
+
+impl Schedule {
+    /// An empty schedule.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn fresh_id(&mut self, kind: &str) -> String {
+        self.next_id += 1;
+        format!("{kind}-{}-{:08x}", self.next_id, rand::random::<u32>())
+    }
+
+    /// Adds a run (or replaces one with the same id): `done` shards have result objects,
+    /// `failed` ones a final failure record; the rest are queued.
+    pub fn add_run(
+        &mut self,
+        plan: &Plan,
+        store_url: &str,
+        timings: Timings,
+        done: &HashSet<String>,
+        failed: &HashMap<String, String>,
+        now: Instant,
+    ) {
+        if let Some(index) = self.runs.iter().position(|r| r.layout.run_id() == plan.run_id) {
+            self.leases.retain(|_, (run, _)| *run != index);
+            self.runs[index].shards.clear();
+        }
+        let shards: Vec<ShardEntry> = plan
+            .shards
+            .iter()
+            .map(|planned| {
+                let (state, last_error) = if done.contains(&planned.shard_id) {
+                    (ShardState::Done, None)
+                } else if let Some(error) = failed.get(&planned.shard_id) {
+                    (ShardState::Failed, Some(error.clone()))
+                } else {
+                    (ShardState::Pending { not_before: now }, None)
+                };
+                ShardEntry { planned: planned.clone(), state, attempts: 0, last_error, progress: 0 }
+            })
+            .collect();
+        let done_when_added =
+            shards.iter().filter(|s| s.state == ShardState::Done).map(|s| s.planned.examples as u64).sum();
+        let entry = RunEntry {
+            layout: RunLayout::new(&plan.run_id),
+            store_url: store_url.to_string(),
+            timings,
+            shards,
+            cancelled: false,
+            added: now,
+            done_when_added,
+        };
+        match self.runs.iter().position(|r| r.layout.run_id() == plan.run_id) {
+            Some(index) => self.runs[index] = entry,
+            None => self.runs.push(entry),
+        }
+    }
+
+    /// Registers a worker and returns its id.
+    pub fn register_worker(&mut self, now: Instant) -> String {
+        let id = self.fresh_id("worker");
+        self.workers.insert(id.clone(), WorkerEntry { loaded_model: String::new(), last_seen: now });
+        id
+    }
+
+    /// Returns expired leases to the queue (or fails their shards for good).
+    pub fn expire(&mut self, now: Instant) {
+        let expired: Vec<(String, (usize, usize))> = self
+            .leases
+            .iter()
+            .filter(|(_, &(run, shard))| {
+                matches!(self.runs[run].shards[shard].state, ShardState::Leased { expires, .. } if expires <= now)
+            })
+            .map(|(id, &at)| (id.clone(), at))
+            .collect();
+        for (lease_id, (run, shard)) in expired {
+            self.leases.remove(&lease_id);
+            self.lease_expirations += 1;
+            self.retry_or_fail(run, shard, "lease expired: the worker stopped sending heartbeats".into(), true, now);
+        }
+    }
+
+    fn retry_or_fail(&mut self, run: usize, shard: usize, error: String, retryable: bool, now: Instant) -> bool {
+        let entry = &mut self.runs[run];
+        let timings = entry.timings;
+        let cancelled = entry.cancelled;
+        let s = &mut entry.shards[shard];
+        s.last_error = Some(error.clone());
+        s.progress = 0;
+        if retryable && s.attempts < timings.max_attempts && !cancelled {
+            s.state = ShardState::Pending { not_before: now + backoff(&timings, s.attempts) };
+            self.retries += 1;
+            true
+        } else if cancelled {
+            s.state = ShardState::Pending { not_before: now };
+            false
+        } else {
+            s.state = ShardState::Failed;
+            self.final_failures.push(FinalFailure {
+                run_id: entry.layout.run_id().to_string(),
+                shard_id: s.planned.shard_id.clone(),
+                attempts: s.attempts,
+                error,
+            });
+            false
+        }
+    }
+
+    /// Shards that failed for good since the last call, for the caller to record.
+    pub fn take_final_failures(&mut self) -> Vec<FinalFailure> {
+        std::mem::take(&mut self.final_failures)
+    }
+
+    /// The next shard for `worker_id`, which has `loaded_model` loaded ("" for none); `None`
+    /// when nothing is ready. Unknown workers are registered on the fly (a restarted
+    /// coordinator keeps serving the workers it had).
+    pub fn lease(&mut self, worker_id: &str, loaded_model: &str, now: Instant) -> Option<Grant> {
+        self.expire(now);
+        let worker = self
+            .workers
+            .entry(worker_id.to_string())
+            .or_insert(WorkerEntry { loaded_model: String::new(), last_seen: now });
+        worker.loaded_model = loaded_model.to_string();
+        worker.last_seen = now;
+        let ready = |s: &ShardEntry| matches!(s.state, ShardState::Pending { not_before } if not_before <= now);
+        let mut waiting: HashMap<&str, u64> = HashMap::new();
+        let mut first_of_model: HashMap<&str, (usize, usize)> = HashMap::new();
+        let mut model_order: Vec<&str> = Vec::new();
+        for (r, run) in self.runs.iter().enumerate().filter(|(_, r)| !r.cancelled) {
+            for (i, shard) in run.shards.iter().enumerate().filter(|(_, s)| ready(s)) {
+                let model = shard.planned.model.as_str();
+                *waiting.entry(model).or_default() += shard.planned.examples as u64;
+                first_of_model.entry(model).or_insert_with(|| {
+                    model_order.push(model);
+                    (r, i)
+                });
+            }
+        }
+        let alive = |w: &WorkerEntry| now.saturating_duration_since(w.last_seen) < Duration::from_secs(300);
+        let chosen = if let Some(&at) = first_of_model.get(loaded_model) {
+            at
+        } else {
+            let workers_on = |model: &str| {
+                self.workers
+                    .iter()
+                    .filter(|(id, w)| id.as_str() != worker_id && w.loaded_model == model && alive(w))
+                    .count() as u64
+            };
+            // Most waiting examples per worker already on the model; ties go to plan order.
+            let best = model_order.iter().copied().fold(None::<(&str, u64, u64)>, |best, model| {
+                let (work, helpers) = (waiting[model], workers_on(model) + 1);
+                match best {
+                    Some((_, w, h)) if work * h <= w * helpers => best,
+                    _ => Some((model, work, helpers)),
+                }
+            })?;
+            first_of_model[best.0]
+        };
+        let lease_id = self.fresh_id("lease");
+        let (r, i) = chosen;
+        let run = &mut self.runs[r];
+        let ttl = run.timings.lease_ttl;
+        let shard = &mut run.shards[i];
+        shard.attempts += 1;
+        shard.state = ShardState::Leased { lease_id: lease_id.clone(), worker_id: worker_id.to_string(), expires: now + ttl };
+        shard.progress = 0;
+        self.leases.insert(lease_id.clone(), (r, i));
+        Some(Grant {
+            lease_id,
+            run_id: run.layout.run_id().to_string(),
+            shard_id: shard.planned.shard_id.clone(),
+            store_url: run.store_url.clone(),
+            input_key: run.layout.input(&shard.planned.shard_id),
+            result_key: run.layout.result(&shard.planned.shard_id),
+            attempt: shard.attempts,
+            model: shard.planned.model.clone(),
+        })
+    }
+
+    /// How long a worker that got nothing should wait before asking again.
+    pub fn retry_after(&self, now: Instant) -> Duration {
+        self.runs
+            .iter()
+            .filter(|r| !r.cancelled)
+            .flat_map(|r| r.shards.iter())
+            .filter_map(|s| match s.state {
+                ShardState::Pending { not_before } => Some(not_before.saturating_duration_since(now)),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(Duration::from_millis(500))
+            .clamp(Duration::from_millis(50), Duration::from_secs(2))
+    }
+
+    fn leased(&mut self, lease_id: &str, worker_id: &str) -> Option<(usize, usize)> {
+        let &(r, i) = self.leases.get(lease_id)?;
+        match &self.runs[r].shards[i].state {
+            ShardState::Leased { lease_id: l, worker_id: w, .. } if l == lease_id && w == worker_id => Some((r, i)),
+            _ => None,
+        }
+    }
+
+    /// Renews a lease and records progress.
+    pub fn heartbeat(&mut self, worker_id: &str, lease_id: &str, examples_done: u64, now: Instant) -> HeartbeatAnswer {
+        self.expire(now);
+        if let Some(worker) = self.workers.get_mut(worker_id) {
+            worker.last_seen = now;
+        }
+        let Some((r, i)) = self.leased(lease_id, worker_id) else {
+            return HeartbeatAnswer { valid: false, cancel: false };
+        };
+        let run = &mut self.runs[r];
+        let ttl = run.timings.lease_ttl;
+        let cancel = run.cancelled;
+        let shard = &mut run.shards[i];
+        shard.progress = examples_done.min(shard.planned.examples as u64);
+        if let ShardState::Leased { expires, .. } = &mut shard.state {
+            *expires = now + ttl;
+        }
+        HeartbeatAnswer { valid: true, cancel }
+    }
+
+    /// The run and shard a lease is for, if the lease is still `worker_id`'s.
+    pub fn lease_target(&mut self, worker_id: &str, lease_id: &str) -> Option<(String, String)> {
+        let (r, i) = self.leased(lease_id, worker_id)?;
+        Some((self.runs[r].layout.run_id().to_string(), self.runs[r].shards[i].planned.shard_id.clone()))
+    }
+
+    /// Marks a shard done because its result object exists (whoever wrote it).
+    pub fn mark_done(&mut self, run_id: &str, shard_id: &str) -> bool {
+        let Some(r) = self.runs.iter().position(|run| run.layout.run_id() == run_id) else { return false };
+        let Some(i) = self.runs[r].shards.iter().position(|s| s.planned.shard_id == shard_id) else { return false };
+        if let ShardState::Leased { lease_id, .. } = &self.runs[r].shards[i].state {
+            self.leases.remove(lease_id);
+        }
+        let shard = &mut self.runs[r].shards[i];
+        shard.state = ShardState::Done;
+        shard.progress = 0;
+        true
+    }
+
+    /// Records a failed attempt; returns whether the shard will be retried.
+    pub fn fail(&mut self, worker_id: &str, lease_id: &str, error: String, retryable: bool, now: Instant) -> bool {
+        let Some((r, i)) = self.leased(lease_id, worker_id) else { return false };
+        self.leases.remove(lease_id);
+        self.retry_or_fail(r, i, error, retryable, now)
+    }
+
+    /// Stops leasing a run's shards; returns false for an unknown run.
+    pub fn cancel(&mut self, run_id: &str) -> bool {
+        match self.runs.iter_mut().find(|r| r.layout.run_id() == run_id) {
+            Some(run) => {
+                run.cancelled = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether every known run has ended.
+    pub fn all_finished(&self) -> bool {
+        self.runs.iter().all(|r| run_state(r) != RunState::Running)
+    }
+
+    /// Ids of the known runs.
+    pub fn run_ids(&self) -> Vec<String> {
+        self.runs.iter().map(|r| r.layout.run_id().to_string()).collect()
+    }
+
+    /// A snapshot of a run's progress.
+    pub fn status(&self, run_id: &str, now: Instant) -> Option<RunStatus> {
+        let run = self.runs.iter().find(|r| r.layout.run_id() == run_id)?;
+        let count = |f: fn(&ShardState) -> bool| run.shards.iter().filter(|s| f(&s.state)).count() as u32;
+        let examples_total: u64 = run.shards.iter().map(|s| s.planned.examples as u64).sum();
+        let examples_done: u64 = run
+            .shards
+            .iter()
+            .map(|s| match s.state {
+                ShardState::Done => s.planned.examples as u64,
+                ShardState::Leased { .. } => s.progress,
+                _ => 0,
+            })
+            .sum();
+        let elapsed = now.saturating_duration_since(run.added).as_secs_f64();
+        let rate = if elapsed > 0.0 { examples_done.saturating_sub(run.done_when_added) as f64 / elapsed } else { 0.0 };
+        let failed_examples: u64 =
+            run.shards.iter().filter(|s| s.state == ShardState::Failed).map(|s| s.planned.examples as u64).sum();
+        let left = examples_total.saturating_sub(examples_done + failed_examples);
+        let eta = if left == 0 { 0.0 } else if rate > 0.0 { left as f64 / rate } else { -1.0 };
+        let mut models: Vec<ModelProgress> = Vec::new();
+        for shard in &run.shards {
+            let model = &shard.planned.model;
+            let index = match models.iter().position(|m| &m.model == model) {
+                Some(i) => i,
+                None => {
+                    let workers = self.workers.values().filter(|w| &w.loaded_model == model).count() as u32;
+                    models.push(ModelProgress { model: model.clone(), workers, ..Default::default() });
+                    models.len() - 1
+                }
+            };
+            models[index].shards_total += 1;
+            models[index].shards_done += u32::from(shard.state == ShardState::Done);
+        }
+        Some(RunStatus {
+            run_id: run_id.to_string(),
+            state: run_state(run) as i32,
+            shards_total: run.shards.len() as u32,
+            shards_done: count(|s| *s == ShardState::Done),
+            shards_running: count(|s| matches!(s, ShardState::Leased { .. })),
+            shards_failed: count(|s| *s == ShardState::Failed),
+            examples_total,
+            examples_done,
+            examples_per_second: rate,
+            eta_seconds: eta,
+            failures: run
+                .shards
+                .iter()
+                .filter(|s| s.state == ShardState::Failed)
+                .map(|s| ShardFailure {
+                    shard_id: s.planned.shard_id.clone(),
+                    attempts: s.attempts,
+                    error: s.last_error.clone().unwrap_or_default(),
+                })
+                .collect(),
+            models,
+            store_url: run.store_url.clone(),
+            retries: self.retries,
+            lease_expirations: self.lease_expirations,
+        })
+    }
+}
+
+fn run_state(run: &RunEntry) -> RunState {
+    if run.cancelled {
+        return RunState::Cancelled;
+    }
+    let mut failed = false;
+    for shard in &run.shards {
+        match shard.state {
+            ShardState::Done => {}
+            ShardState::Failed => failed = true,
+            _ => return RunState::Running,
+        }
+    }
+    if failed {
+        RunState::FinishedWithFailures
+    } else {
+        RunState::Succeeded
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+use super::*;
+use codesweep_store::records::Benchmark;
+
+fn plan(run_id: &str, models: &[&str], shards_per_model: usize) -> Plan {
+    let mut shards = Vec::new();
+    for model in models {
+        for index in 0..shards_per_model {
+            shards.push(PlannedShard {
+                shard_id: codesweep_store::shard_id(model, "cceval", "python", "in_file", index),
+                model: model.to_string(),
+                benchmark: Benchmark::Cceval,
+                language: "python".into(),
+                setting: "in_file".into(),
+                index,
+                examples: 10,
+            });
+        }
+    }
+    Plan { run_id: run_id.into(), shards }
+}
+
+fn timings() -> Timings {
+    Timings { lease_ttl: Duration::from_secs(10), max_attempts: 2, retry_backoff: Duration::from_secs(1) }
+}
+
+fn schedule_with(plan: &Plan, now: Instant) -> Schedule {
+    let mut schedule = Schedule::new();
+    schedule.add_run(plan, "memory://t", timings(), &HashSet::new(), &HashMap::new(), now);
+    schedule
+}
+
+#[test]
+fn shards_already_in_the_store_are_not_leased_again() {
+    let now = Instant::now();
+    let plan = plan("r", &["a"], 3);
+    let done: HashSet<String> = [plan.shards[0].shard_id.clone(), plan.shards[2].shard_id.clone()].into();
+    let mut schedule = Schedule::new();
+    schedule.add_run(&plan, "memory://t", timings(), &done, &HashMap::new(), now);
+    let w = schedule.register_worker(now);
+    let grant = schedule.lease(&w, "", now).unwrap();
+    assert_eq!(grant.shard_id, plan.shards[1].shard_id);
+    assert_eq!(grant.result_key, format!("r/shards/{}.jsonl", plan.shards[1].shard_id));
+    assert!(schedule.lease(&w, "", now).is_none());
+    assert!(schedule.mark_done("r", &grant.shard_id));
+    let status = schedule.status("r", now).unwrap();
+    assert_eq!((status.shards_done, status.state), (3, RunState::Succeeded as i32));
+}
+
+#[test]
+fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["a"], 1);
+    let mut schedule = schedule_with(&plan, t0);
+    let (w1, w2) = (schedule.register_worker(t0), schedule.register_worker(t0));
+    let first = schedule.lease(&w1, "a", t0).unwrap();
+    // Heartbeats keep it alive past the original TTL.
+    assert!(schedule.heartbeat(&w1, &first.lease_id, 4, t0 + Duration::from_secs(8)).valid);
+    assert!(schedule.lease(&w2, "a", t0 + Duration::from_secs(15)).is_none());
+    assert_eq!(schedule.status("r", t0 + Duration::from_secs(15)).unwrap().examples_done, 4);
+    // Silence: expired at 18 s, retried after the 1 s backoff.
+    let t1 = t0 + Duration::from_secs(19);
+    assert!(schedule.lease(&w2, "a", t1).is_none(), "backoff not honoured");
+    let second = schedule.lease(&w2, "a", t1 + Duration::from_secs(1)).unwrap();
+    assert_eq!(second.attempt, 2);
+    assert!(!schedule.heartbeat(&w1, &first.lease_id, 5, t1).valid, "stale lease accepted");
+    assert_eq!(schedule.lease_expirations, 1);
+    // Second expiry exhausts max_attempts = 2.
+    let t2 = t1 + Duration::from_secs(30);
+    schedule.expire(t2);
+    let status = schedule.status("r", t2).unwrap();
+    assert_eq!(status.state, RunState::FinishedWithFailures as i32);
+    assert_eq!(status.failures.len(), 1);
+    assert!(status.failures[0].error.contains("lease expired"));
+    let failures = schedule.take_final_failures();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].attempts, 2);
+}
+
+#[test]
+fn failures_back_off_exponentially_and_fatal_ones_are_not_retried() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["a"], 2);
+    let mut schedule = Schedule::new();
+    let timings = Timings { max_attempts: 3, ..timings() };
+    schedule.add_run(&plan, "memory://t", timings, &HashSet::new(), &HashMap::new(), t0);
+    let w = schedule.register_worker(t0);
+    let g = schedule.lease(&w, "a", t0).unwrap();
+    assert!(schedule.fail(&w, &g.lease_id, "oom".into(), true, t0));
+    let other = schedule.lease(&w, "a", t0).unwrap();
+    assert_eq!(other.shard_id, plan.shards[1].shard_id, "the failed shard must wait for its backoff");
+    assert!(!schedule.fail(&w, &other.lease_id, "bad input".into(), false, t0));
+    let g = schedule.lease(&w, "a", t0 + Duration::from_secs(1)).unwrap();
+    assert_eq!((g.shard_id.as_str(), g.attempt), (plan.shards[0].shard_id.as_str(), 2));
+    assert!(schedule.fail(&w, &g.lease_id, "oom".into(), true, t0 + Duration::from_secs(1)));
+    // Second retry waits 2 s.
+    assert!(schedule.lease(&w, "a", t0 + Duration::from_millis(2900)).is_none());
+    assert!(schedule.lease(&w, "a", t0 + Duration::from_secs(3)).is_some());
+    assert_eq!(schedule.retries, 2);
+}
+
+#[test]
+fn workers_keep_their_model_and_spread_over_the_others() {
+    let now = Instant::now();
+    let plan = plan("r", &["small", "medium", "large"], 4);
+    let mut schedule = schedule_with(&plan, now);
+    let workers: Vec<String> = (0..3).map(|_| schedule.register_worker(now)).collect();
+    let models: Vec<String> = workers.iter().map(|w| schedule.lease(w, "", now).unwrap().model).collect();
+    let distinct: HashSet<&String> = models.iter().collect();
+    assert_eq!(distinct.len(), 3, "three idle workers should take three different models: {models:?}");
+    // A worker with a model loaded stays on it while its shards remain.
+    for _ in 0..3 {
+        assert_eq!(schedule.lease(&workers[0], &models[0], now).unwrap().model, models[0]);
+    }
+    // Its model is exhausted (all leased): it moves to another model.
+    let next = schedule.lease(&workers[0], &models[0], now).unwrap();
+    assert_ne!(next.model, models[0]);
+}
+
+#[test]
+fn cancelled_runs_stop_leasing_and_tell_heartbeats() {
+    let now = Instant::now();
+    let plan = plan("r", &["a"], 2);
+    let mut schedule = schedule_with(&plan, now);
+    let w = schedule.register_worker(now);
+    let g = schedule.lease(&w, "a", now).unwrap();
+    assert!(schedule.cancel("r"));
+    assert!(schedule.lease(&w, "a", now).is_none());
+    assert_eq!(schedule.heartbeat(&w, &g.lease_id, 1, now), HeartbeatAnswer { valid: true, cancel: true });
+    assert_eq!(schedule.status("r", now).unwrap().state, RunState::Cancelled as i32);
+    assert!(schedule.all_finished());
+    assert!(!schedule.cancel("nope"));
+}

@@ -1,0 +1,324 @@
+//! The gRPC `Coordinator` service: the schedule behind a lock, the store beside it.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use codesweep_proto::coordinator_server::{Coordinator, CoordinatorServer};
+use codesweep_proto::{
+    CancelRunRequest, CancelRunResponse, CompleteShardRequest, CompleteShardResponse, FailShardRequest,
+    FailShardResponse, GetRunRequest, HeartbeatRequest, HeartbeatResponse, Lease, LeaseShardRequest,
+    LeaseShardResponse, RegisterWorkerRequest, RegisterWorkerResponse, RunState, RunStatus, SubmitRunRequest,
+    SubmitRunResponse,
+};
+use codesweep_store::{RunLayout, RunStore, StoreError};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::auth::RequireToken;
+use crate::plan::{load_plan, load_spec, plan_run, PlanError};
+use crate::schedule::{Schedule, Timings};
+use crate::spec::{SpecFormat, SweepSpec};
+
+/// Options of a coordinator.
+#[derive(Debug, Clone)]
+pub struct CoordinatorOptions {
+    /// Heartbeat interval told to workers.
+    pub heartbeat_interval: Duration,
+    /// Tell idle workers to exit once every run has ended (local runs, batch jobs).
+    pub exit_when_done: bool,
+}
+
+impl Default for CoordinatorOptions {
+    fn default() -> Self {
+        Self { heartbeat_interval: Duration::from_secs(2), exit_when_done: false }
+    }
+}
+
+/// The service state shared by all RPCs.
+#[derive(Clone)]
+pub struct CoordinatorService {
+    schedule: Arc<Mutex<Schedule>>,
+    stores: Arc<Mutex<HashMap<String, RunStore>>>,
+    options: CoordinatorOptions,
+    default_ttl: Duration,
+}
+
+fn internal(e: impl std::fmt::Display) -> Status {
+    Status::internal(e.to_string())
+}
+
+fn timings(spec: &SweepSpec) -> Timings {
+    Timings {
+        lease_ttl: Duration::from_secs_f64(spec.run.lease_ttl_seconds),
+        max_attempts: spec.run.max_attempts,
+        retry_backoff: Duration::from_secs_f64(spec.run.retry_backoff_seconds),
+    }
+}
+
+impl CoordinatorService {
+    /// A coordinator with no runs.
+    pub fn new(options: CoordinatorOptions) -> Self {
+        Self {
+            schedule: Arc::new(Mutex::new(Schedule::new())),
+            stores: Arc::default(),
+            options,
+            default_ttl: Duration::from_secs(60),
+        }
+    }
+
+    fn schedule(&self) -> Result<MutexGuard<'_, Schedule>, Status> {
+        self.schedule.lock().map_err(|_| Status::internal("schedule lock poisoned"))
+    }
+
+    fn store(&self, url: &str) -> Result<RunStore, Status> {
+        let mut stores = self.stores.lock().map_err(|_| Status::internal("store cache lock poisoned"))?;
+        if let Some(store) = stores.get(url) {
+            return Ok(store.clone());
+        }
+        let store = RunStore::open(url).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        stores.insert(url.to_string(), store.clone());
+        Ok(store)
+    }
+
+    /// Plans (or resumes) a run from a validated spec and queues its unfinished shards.
+    /// `retry_failed`: shards with a final failure record are queued again.
+    pub async fn submit(&self, spec: &SweepSpec, retry_failed: bool) -> Result<SubmitRunResponse, Status> {
+        let store = self.store(&spec.run.store)?;
+        let plan = plan_run(spec, &store).await.map_err(|e| match e {
+            PlanError::Store(e) => internal(e),
+            other => Status::failed_precondition(other.to_string()),
+        })?;
+        let layout = RunLayout::new(&plan.run_id);
+        let (done, failed) = stored_outcomes(&store, &layout).await.map_err(internal)?;
+        let failed = if retry_failed { HashMap::new() } else { failed };
+        let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
+        self.schedule()?.add_run(&plan, store.url(), timings(spec), &done, &failed, Instant::now());
+        tracing::info!(run = %plan.run_id, shards = plan.shards.len(), already_done, "run submitted");
+        Ok(SubmitRunResponse { run_id: plan.run_id, shards: plan.shards.len() as u32, already_done })
+    }
+
+    /// Reloads every run found in the store at `url` (a restarted coordinator): plans are read
+    /// back, shards with result objects count as done, the rest are queued again.
+    pub async fn recover(&self, url: &str) -> Result<Vec<String>, Status> {
+        let store = self.store(url)?;
+        let mut recovered = Vec::new();
+        for key in store.list("").await.map_err(internal)? {
+            let Some(run_id) = key.strip_suffix("/spec.json").filter(|r| !r.contains('/')) else { continue };
+            let layout = RunLayout::new(run_id);
+            let (Some(spec), Some(plan)) = (
+                load_spec(&store, &layout).await.map_err(internal)?,
+                load_plan(&store, &layout).await.map_err(internal)?,
+            ) else {
+                continue;
+            };
+            let (done, failed) = stored_outcomes(&store, &layout).await.map_err(internal)?;
+            self.schedule()?.add_run(&plan, store.url(), timings(&spec), &done, &failed, Instant::now());
+            recovered.push(run_id.to_string());
+        }
+        Ok(recovered)
+    }
+
+    /// A snapshot of a run.
+    pub fn run_status(&self, run_id: &str) -> Result<RunStatus, Status> {
+        self.schedule()?
+            .status(run_id, Instant::now())
+            .ok_or_else(|| Status::not_found(format!("no run {run_id:?} on this coordinator")))
+    }
+
+    /// Writes the final failure records the schedule produced.
+    async fn record_failures(&self) -> Result<(), Status> {
+        let failures = self.schedule()?.take_final_failures();
+        for failure in failures {
+            let url = self.run_status(&failure.run_id)?.store_url;
+            let store = self.store(&url)?;
+            let record = serde_json::json!({
+                "shard_id": failure.shard_id, "attempts": failure.attempts, "error": failure.error,
+            });
+            let key = RunLayout::new(&failure.run_id).failure(&failure.shard_id);
+            store.put(&key, record.to_string()).await.map_err(internal)?;
+            tracing::warn!(run = %failure.run_id, shard = %failure.shard_id, error = %failure.error, "shard failed for good");
+        }
+        Ok(())
+    }
+
+    /// The tonic server for this service, with bearer-token checks when `token` is set.
+    pub fn into_server(
+        self,
+        token: Option<&str>,
+    ) -> tonic::service::interceptor::InterceptedService<CoordinatorServer<Self>, RequireToken> {
+        CoordinatorServer::with_interceptor(self, RequireToken::new(token))
+    }
+}
+
+/// Result objects present (done shards) and final failure records of a run.
+async fn stored_outcomes(
+    store: &RunStore,
+    layout: &RunLayout,
+) -> Result<(HashSet<String>, HashMap<String, String>), StoreError> {
+    let done: HashSet<String> =
+        store.list(&layout.results_prefix()).await?.iter().filter_map(|k| layout.shard_of_result(k)).collect();
+    let mut failed = HashMap::new();
+    let prefix = format!("{}/failures/", layout.run_id());
+    for key in store.list(&format!("{}/failures", layout.run_id())).await? {
+        let Some(shard) = key.strip_prefix(&prefix).and_then(|k| k.strip_suffix(".json")) else { continue };
+        if done.contains(shard) {
+            continue;
+        }
+        let text = store.get_text(&key).await?.unwrap_or_default();
+        let error = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or(text);
+        failed.insert(shard.to_string(), error);
+    }
+    Ok((done, failed))
+}
+
+type StatusStream = Pin<Box<dyn Stream<Item = Result<RunStatus, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Coordinator for CoordinatorService {
+    async fn register_worker(
+        &self,
+        request: Request<RegisterWorkerRequest>,
+    ) -> Result<Response<RegisterWorkerResponse>, Status> {
+        let request = request.into_inner();
+        let worker_id = self.schedule()?.register_worker(Instant::now());
+        tracing::info!(worker = %worker_id, name = %request.name, device = %request.device, "worker registered");
+        Ok(Response::new(RegisterWorkerResponse {
+            worker_id,
+            lease_ttl_ms: self.default_ttl.as_millis() as u64,
+            heartbeat_interval_ms: self.options.heartbeat_interval.as_millis() as u64,
+        }))
+    }
+
+    async fn lease_shard(&self, request: Request<LeaseShardRequest>) -> Result<Response<LeaseShardResponse>, Status> {
+        let request = request.into_inner();
+        let now = Instant::now();
+        let (grant, retry_after, finished) = {
+            let mut schedule = self.schedule()?;
+            let grant = schedule.lease(&request.worker_id, &request.loaded_model, now);
+            (grant, schedule.retry_after(now), schedule.all_finished())
+        };
+        self.record_failures().await?;
+        let lease = grant.map(|g| {
+            tracing::info!(shard = %g.shard_id, worker = %request.worker_id, attempt = g.attempt, "shard leased");
+            Lease {
+                lease_id: g.lease_id,
+                run_id: g.run_id,
+                shard_id: g.shard_id,
+                store_url: g.store_url,
+                input_key: g.input_key,
+                result_key: g.result_key,
+                attempt: g.attempt,
+                model: g.model,
+            }
+        });
+        let shutdown = lease.is_none() && finished && self.options.exit_when_done;
+        Ok(Response::new(LeaseShardResponse { lease, retry_after_ms: retry_after.as_millis() as u64, shutdown }))
+    }
+
+    async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+        let request = request.into_inner();
+        let answer =
+            self.schedule()?.heartbeat(&request.worker_id, &request.lease_id, request.examples_done, Instant::now());
+        self.record_failures().await?;
+        Ok(Response::new(HeartbeatResponse { lease_valid: answer.valid, cancel: answer.cancel }))
+    }
+
+    async fn complete_shard(
+        &self,
+        request: Request<CompleteShardRequest>,
+    ) -> Result<Response<CompleteShardResponse>, Status> {
+        let request = request.into_inner();
+        let target = self.schedule()?.lease_target(&request.worker_id, &request.lease_id);
+        let (run_id, shard_id) = target.unwrap_or((request.run_id, request.shard_id));
+        let url = self.run_status(&run_id)?.store_url;
+        let exists = self.store(&url)?.exists(&RunLayout::new(&run_id).result(&shard_id)).await.map_err(internal)?;
+        if exists {
+            self.schedule()?.mark_done(&run_id, &shard_id);
+            tracing::info!(shard = %shard_id, worker = %request.worker_id, "shard done");
+        }
+        Ok(Response::new(CompleteShardResponse { accepted: exists }))
+    }
+
+    async fn fail_shard(&self, request: Request<FailShardRequest>) -> Result<Response<FailShardResponse>, Status> {
+        let request = request.into_inner();
+        tracing::warn!(lease = %request.lease_id, error = %request.error, "shard attempt failed");
+        let will_retry = self.schedule()?.fail(
+            &request.worker_id,
+            &request.lease_id,
+            request.error,
+            request.retryable,
+            Instant::now(),
+        );
+        self.record_failures().await?;
+        Ok(Response::new(FailShardResponse { will_retry }))
+    }
+
+    async fn submit_run(&self, request: Request<SubmitRunRequest>) -> Result<Response<SubmitRunResponse>, Status> {
+        let request = request.into_inner();
+        let format = SpecFormat::from_name(&request.format)
+            .ok_or_else(|| Status::invalid_argument(format!("unknown spec format {:?}", request.format)))?;
+        let spec = SweepSpec::parse_with_env("submitted spec", &request.spec, format, false)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if !request.run_id.is_empty() && request.run_id != spec.run.name {
+            return Err(Status::invalid_argument(format!(
+                "run id {:?} differs from the spec's run.name {:?}",
+                request.run_id, spec.run.name
+            )));
+        }
+        Ok(Response::new(self.submit(&spec, !request.run_id.is_empty()).await?))
+    }
+
+    async fn get_run(&self, request: Request<GetRunRequest>) -> Result<Response<RunStatus>, Status> {
+        Ok(Response::new(self.run_status(&request.into_inner().run_id)?))
+    }
+
+    type WatchRunStream = StatusStream;
+
+    async fn watch_run(&self, request: Request<GetRunRequest>) -> Result<Response<Self::WatchRunStream>, Status> {
+        let run_id = request.into_inner().run_id;
+        self.run_status(&run_id)?;
+        let service = self.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            loop {
+                let status = service.run_status(&run_id);
+                let ended = status.as_ref().map_or(true, |s| s.state != RunState::Running as i32);
+                if sender.send(status).await.is_err() || ended {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(receiver)) as StatusStream))
+    }
+
+    async fn cancel_run(&self, request: Request<CancelRunRequest>) -> Result<Response<CancelRunResponse>, Status> {
+        let run_id = request.into_inner().run_id;
+        let cancelled = self.schedule()?.cancel(&run_id);
+        Ok(Response::new(CancelRunResponse { cancelled }))
+    }
+}
+
+/// Serves `service` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    service: CoordinatorService,
+    listener: tokio::net::TcpListener,
+    token: Option<&str>,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    tonic::transport::Server::builder()
+        .add_service(service.into_server(token))
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+        .await
+}
+
+/// Binds a listener, e.g. `127.0.0.1:0` for a free loopback port.
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}

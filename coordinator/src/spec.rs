@@ -1,0 +1,338 @@
+//! The sweep spec: which models, which benchmarks, how to generate, where results go.
+//!
+//! Read with the `config` crate from TOML (or YAML/JSON), then overridden by environment
+//! variables `CODESWEEP__SECTION__KEY` (e.g. `CODESWEEP__RUN__SHARD_SIZE=50`). Every problem
+//! is reported with its key path before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use codesweep_store::records::{GenerationSpec, ModelSpec};
+use codesweep_store::validate_name;
+use codesweep_tasks::cceval::Language;
+use serde::{Deserialize, Serialize};
+
+/// A problem with a spec, with the key path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The text could not be parsed or did not fit the schema.
+    #[error("sweep spec {source_name}: {message}")]
+    Parse { source_name: String, message: String },
+    /// A value is present but wrong.
+    #[error("sweep spec {source_name}: `{key}`: {message}")]
+    Invalid { source_name: String, key: String, message: String },
+}
+
+/// Format of a spec's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecFormat {
+    /// TOML (the default).
+    Toml,
+    /// YAML.
+    Yaml,
+    /// JSON.
+    Json,
+}
+
+impl SpecFormat {
+    /// The format named by a file extension or a `SubmitRun.format` value (`""` means TOML).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "" | "toml" => Some(SpecFormat::Toml),
+            "yaml" | "yml" => Some(SpecFormat::Yaml),
+            "json" => Some(SpecFormat::Json),
+            _ => None,
+        }
+    }
+
+    /// The name `from_name` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpecFormat::Toml => "toml",
+            SpecFormat::Yaml => "yaml",
+            SpecFormat::Json => "json",
+        }
+    }
+}
+
+/// A whole sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Run-wide settings.
+    pub run: RunSection,
+    /// The models to evaluate.
+    pub models: Vec<ModelSpec>,
+    /// Generation parameters shared by all models.
+    #[serde(default)]
+    pub generation: GenerationSpec,
+    /// CrossCodeEval, if it is part of the sweep.
+    #[serde(default)]
+    pub cceval: Option<CcevalSection>,
+    /// Settings of the workers `codesweep run` starts.
+    #[serde(default)]
+    pub workers: WorkersSection,
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// The run id: results go to `<store>/<name>/`; submitting the same spec again resumes it.
+    pub name: String,
+    /// Store URL (path, `file://`, `memory://`, `s3://`, `gs://`, `az://`).
+    #[serde(default = "default_store")]
+    pub store: String,
+    /// Examples per shard.
+    #[serde(default = "default_shard_size")]
+    pub shard_size: usize,
+    /// Attempts per shard before it is marked failed.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// A lease not renewed by a heartbeat within this many seconds returns to the queue.
+    #[serde(default = "default_lease_ttl")]
+    pub lease_ttl_seconds: f64,
+    /// First retry delay in seconds; doubles with each attempt, capped at 60 s.
+    #[serde(default = "default_retry_backoff")]
+    pub retry_backoff_seconds: f64,
+}
+
+fn default_store() -> String {
+    "runs".into()
+}
+fn default_shard_size() -> usize {
+    100
+}
+fn default_max_attempts() -> u32 {
+    3
+}
+fn default_lease_ttl() -> f64 {
+    60.0
+}
+fn default_retry_backoff() -> f64 {
+    1.0
+}
+
+/// `[cceval]`: CrossCodeEval line completion from data in the official layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CcevalSection {
+    /// Folder with `<language>/line_completion*.jsonl` (the official `crosscodeeval_data`).
+    pub data_dir: PathBuf,
+    /// Languages to run (default: every language folder present).
+    #[serde(default)]
+    pub languages: Vec<String>,
+    /// Settings: `in_file`, or the suffix of a `line_completion_<setting>.jsonl` file such as
+    /// `rg1_bm25` or `oracle_bm25` (default: `in_file` plus every file present).
+    #[serde(default)]
+    pub settings: Vec<String>,
+    /// Use only the first N examples of each file (smoke runs).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Edit similarity backend: `difflib` (the paper's) or `levenshtein` (the repository's).
+    #[serde(default = "default_edit_sim")]
+    pub edit_sim: String,
+}
+
+fn default_edit_sim() -> String {
+    "difflib".into()
+}
+
+/// `[workers]`: local workers of `codesweep run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkersSection {
+    /// How many worker processes `codesweep run` starts.
+    pub count: usize,
+    /// Device of the local workers.
+    pub device: String,
+}
+
+impl Default for WorkersSection {
+    fn default() -> Self {
+        Self { count: 1, device: "cpu".into() }
+    }
+}
+
+impl SweepSpec {
+    /// Parses `text`, applies `CODESWEEP__…` environment overrides, and validates.
+    /// `source_name` (a file name) appears in every error.
+    pub fn parse(source_name: &str, text: &str, format: SpecFormat) -> Result<Self, SpecError> {
+        Self::parse_with_env(source_name, text, format, true)
+    }
+
+    /// As [`SweepSpec::parse`], optionally without environment overrides (a coordinator
+    /// resuming a stored, already resolved spec).
+    pub fn parse_with_env(source_name: &str, text: &str, format: SpecFormat, env: bool) -> Result<Self, SpecError> {
+        let parse = |message: String| SpecError::Parse { source_name: source_name.to_string(), message };
+        let file_format = match format {
+            SpecFormat::Toml => config::FileFormat::Toml,
+            SpecFormat::Yaml => config::FileFormat::Yaml,
+            SpecFormat::Json => config::FileFormat::Json,
+        };
+        let mut builder = config::Config::builder().add_source(config::File::from_str(text, file_format));
+        if env {
+            builder = builder.add_source(
+                config::Environment::with_prefix("CODESWEEP").prefix_separator("__").separator("__").try_parsing(true),
+            );
+        }
+        let config = builder.build().map_err(|e| parse(e.to_string()))?;
+        let spec: SweepSpec = config.try_deserialize().map_err(|e| parse(e.to_string()))?;
+        spec.validate(source_name)?;
+        Ok(spec)
+    }
+
+    /// Reads and parses a spec file; the format follows the extension (TOML by default).
+    pub fn load(path: &Path) -> Result<Self, SpecError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpecError::Parse { source_name: name.clone(), message: format!("cannot read: {e}") })?;
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("toml");
+        let format = SpecFormat::from_name(ext).unwrap_or(SpecFormat::Toml);
+        let mut spec = Self::parse(&name, &text, format)?;
+        spec.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        Ok(spec)
+    }
+
+    /// Makes relative data and model paths relative to `base` (the spec file's folder), so a
+    /// spec means the same thing from any working directory.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        let absolute = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+        if let Some(cceval) = &mut self.cceval {
+            cceval.data_dir = absolute(&cceval.data_dir);
+        }
+        for model in &mut self.models {
+            if let Some(path) = &model.path {
+                if !path.contains("://") {
+                    model.path = Some(absolute(Path::new(path)).display().to_string());
+                }
+            }
+        }
+    }
+
+    /// Checks every value the schema cannot.
+    pub fn validate(&self, source_name: &str) -> Result<(), SpecError> {
+        let invalid = |key: String, message: String| {
+            Err(SpecError::Invalid { source_name: source_name.to_string(), key, message })
+        };
+        if let Err(e) = validate_name("run name", &self.run.name) {
+            return invalid("run.name".into(), e.to_string());
+        }
+        if self.run.shard_size == 0 {
+            return invalid("run.shard_size".into(), "must be at least 1".into());
+        }
+        if self.run.max_attempts == 0 {
+            return invalid("run.max_attempts".into(), "must be at least 1".into());
+        }
+        if !(self.run.lease_ttl_seconds > 0.0) {
+            return invalid("run.lease_ttl_seconds".into(), "must be > 0".into());
+        }
+        if !(self.run.retry_backoff_seconds >= 0.0) {
+            return invalid("run.retry_backoff_seconds".into(), "must be ≥ 0".into());
+        }
+        if self.models.is_empty() {
+            return invalid("models".into(), "no models; add a [[models]] table with `name` and `path`".into());
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, model) in self.models.iter().enumerate() {
+            let key = |field: &str| format!("models[{i}].{field}");
+            if let Err(e) = validate_name("model name", &model.name) {
+                return invalid(key("name"), e.to_string());
+            }
+            if !names.insert(&model.name) {
+                return invalid(key("name"), format!("{:?} names two models; names must be unique", model.name));
+            }
+            match (&model.path, &model.endpoint) {
+                (Some(_), Some(_)) => return invalid(key("path"), "give `path` or `endpoint`, not both".into()),
+                (None, None) => {
+                    return invalid(key("path"), "missing: give a model `path` (GGUF or HF directory) or an `endpoint`".into())
+                }
+                _ => {}
+            }
+            if let Some(p) = model.parameters {
+                if !(p > 0.0) {
+                    return invalid(key("parameters"), "must be a positive parameter count".into());
+                }
+            }
+        }
+        let g = &self.generation;
+        if g.max_new_tokens == 0 {
+            return invalid("generation.max_new_tokens".into(), "must be at least 1".into());
+        }
+        if g.batch_size == 0 {
+            return invalid("generation.batch_size".into(), "must be at least 1".into());
+        }
+        if !(g.temperature >= 0.0) {
+            return invalid("generation.temperature".into(), "must be ≥ 0 (0 = greedy)".into());
+        }
+        if !(g.top_p > 0.0 && g.top_p <= 1.0) {
+            return invalid("generation.top_p".into(), "must be in (0, 1]".into());
+        }
+        let Some(cceval) = &self.cceval else {
+            return invalid("cceval".into(), "no benchmark: add a [cceval] section".into());
+        };
+        for (i, language) in cceval.languages.iter().enumerate() {
+            if let Err(e) = language.parse::<Language>() {
+                return invalid(format!("cceval.languages[{i}]"), e);
+            }
+        }
+        for (i, setting) in cceval.settings.iter().enumerate() {
+            if let Err(e) = validate_name("setting", setting) {
+                return invalid(format!("cceval.settings[{i}]"), e.to_string());
+            }
+        }
+        if !matches!(cceval.edit_sim.as_str(), "difflib" | "levenshtein") {
+            return invalid("cceval.edit_sim".into(), format!("{:?}: expected difflib or levenshtein", cceval.edit_sim));
+        }
+        if !cceval.data_dir.is_dir() {
+            return invalid(
+                "cceval.data_dir".into(),
+                format!("{} is not a directory; point it at the folder holding <language>/line_completion*.jsonl", cceval.data_dir.display()),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_text(extra: &str) -> String {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        format!(
+            "[run]\nname = \"r1\"\n{extra}\n[[models]]\nname = \"tiny\"\npath = \"/m.gguf\"\n[cceval]\ndata_dir = \"{dir}\"\nlanguages = [\"python\"]\n"
+        )
+    }
+
+    #[test]
+    fn defaults_are_the_official_ones() {
+        let spec = SweepSpec::parse_with_env("s.toml", &spec_text(""), SpecFormat::Toml, false).unwrap();
+        assert_eq!(spec.generation, GenerationSpec::default());
+        assert_eq!(spec.generation.max_new_tokens, 50);
+        assert_eq!(spec.run.shard_size, 100);
+        assert_eq!(spec.cceval.unwrap().edit_sim, "difflib");
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let err = SweepSpec::parse_with_env("s.toml", &spec_text("shard_size = 0"), SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("s.toml: `run.shard_size`"), "{err}");
+        let text = spec_text("").replace("\"python\"", "\"cobol\"");
+        let err = SweepSpec::parse_with_env("s.toml", &text, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`cceval.languages[0]`"), "{err}");
+        let text = spec_text("").replace("name = \"tiny\"", "name = \"a/b\"");
+        let err = SweepSpec::parse_with_env("s.toml", &text, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`models[0].name`"), "{err}");
+        let err = SweepSpec::parse_with_env("s.toml", &spec_text("colour = 1"), SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn environment_overrides_nested_keys() {
+        // Unique variable names: tests run in parallel within one process.
+        std::env::set_var("CODESWEEP__GENERATION__MAX_NEW_TOKENS", "7");
+        let spec = SweepSpec::parse("s.toml", &spec_text(""), SpecFormat::Toml).unwrap();
+        std::env::remove_var("CODESWEEP__GENERATION__MAX_NEW_TOKENS");
+        assert_eq!(spec.generation.max_new_tokens, 7);
+    }
+}

@@ -1,0 +1,18 @@
+//! Errors of the store: which URL or object, and what went wrong.
+
+/// What can go wrong talking to the store or reading its objects.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store URL could not be understood or opened.
+    #[error("store URL {url:?}: {message}")]
+    Url { url: String, message: String },
+    /// The object store failed (I/O, network, permissions).
+    #[error("store object {key}: {source}")]
+    Object { key: String, source: object_store::Error },
+    /// An object exists but is not what codesweep wrote.
+    #[error("store object {key}, line {line}: {message}")]
+    Format { key: String, line: usize, message: String },
+    /// A name used in object keys has characters that are not allowed.
+    #[error("{what} {name:?}: {message}")]
+    Name { what: &'static str, name: String, message: String },
+}

@@ -1,0 +1,209 @@
+//! `RunStore`: the object store behind a URL, with the few operations runs need.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use futures::TryStreamExt;
+use object_store::memory::InMemory;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+
+use crate::error::StoreError;
+
+/// Whether a write-once put created the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The object did not exist and now holds the new contents.
+    Created,
+    /// The object existed already; it was left as it was.
+    AlreadyExists,
+}
+
+/// An object store opened from a URL, with keys relative to the URL's path.
+#[derive(Clone)]
+pub struct RunStore {
+    url: String,
+    store: Arc<dyn ObjectStore>,
+    prefix: ObjectPath,
+}
+
+impl std::fmt::Debug for RunStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunStore").field("url", &self.url).finish()
+    }
+}
+
+fn memory_stores() -> &'static Mutex<HashMap<String, Arc<InMemory>>> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<InMemory>>>> = OnceLock::new();
+    STORES.get_or_init(Default::default)
+}
+
+impl RunStore {
+    /// Opens the store at `url`:
+    /// - a plain path or `file://PATH` (relative paths are taken from the current directory;
+    ///   the directory is created),
+    /// - `memory://NAME` (one store per name, shared within this process),
+    /// - `s3://bucket/prefix`, `gs://…`, `az://…` in builds with the `aws`, `gcp`, `azure`
+    ///   features; credentials come from the usual environment variables (`AWS_*`, …).
+    pub fn open(url: &str) -> Result<Self, StoreError> {
+        let fail = |message: String| StoreError::Url { url: url.to_string(), message };
+        if let Some(name) = url.strip_prefix("memory://") {
+            let mut stores = memory_stores().lock().map_err(|_| fail("memory store registry poisoned".into()))?;
+            let store = stores.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone();
+            return Ok(Self { url: url.to_string(), store, prefix: ObjectPath::default() });
+        }
+        let local = match url.split_once("://") {
+            None => Some(PathBuf::from(url)),
+            Some(("file", rest)) => Some(PathBuf::from(rest)),
+            Some(_) => None,
+        };
+        if let Some(dir) = local {
+            let dir = if dir.is_absolute() {
+                dir
+            } else {
+                std::env::current_dir().map_err(|e| fail(format!("cannot read the current directory: {e}")))?.join(dir)
+            };
+            std::fs::create_dir_all(&dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+            let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)
+                .map_err(|e| fail(e.to_string()))?
+                .with_automatic_cleanup(true);
+            let url = format!("file://{}", dir.display());
+            return Ok(Self { url, store: Arc::new(store), prefix: ObjectPath::default() });
+        }
+        let parsed = url::Url::parse(url).map_err(|e| fail(e.to_string()))?;
+        let prefix = ObjectPath::from(parsed.path().trim_matches('/'));
+        let store = cloud_store(url, parsed.scheme()).map_err(fail)?;
+        Ok(Self { url: url.to_string(), store, prefix })
+    }
+
+    /// The URL the store was opened from (local paths made absolute).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn path(&self, key: &str) -> ObjectPath {
+        if self.prefix.as_ref().is_empty() {
+            ObjectPath::from(key)
+        } else {
+            ObjectPath::from(format!("{}/{key}", self.prefix))
+        }
+    }
+
+    fn object_error(key: &str, source: object_store::Error) -> StoreError {
+        StoreError::Object { key: key.to_string(), source }
+    }
+
+    /// Reads an object as UTF-8 text; `None` when it does not exist.
+    pub async fn get_text(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let bytes = match self.store.get(&self.path(key)).await {
+            Ok(result) => result.bytes().await.map_err(|e| Self::object_error(key, e))?,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(Self::object_error(key, e)),
+        };
+        String::from_utf8(bytes.to_vec())
+            .map(Some)
+            .map_err(|e| StoreError::Format { key: key.to_string(), line: 0, message: format!("not UTF-8: {e}") })
+    }
+
+    /// Writes an object, replacing any previous contents (plans, reports).
+    pub async fn put(&self, key: &str, text: String) -> Result<(), StoreError> {
+        self.store.put(&self.path(key), PutPayload::from(text)).await.map_err(|e| Self::object_error(key, e))?;
+        Ok(())
+    }
+
+    /// Creates an object only if it does not exist yet, atomically (shard results).
+    pub async fn put_once(&self, key: &str, text: String) -> Result<WriteOutcome, StoreError> {
+        let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        match self.store.put_opts(&self.path(key), PutPayload::from(text), options).await {
+            Ok(_) => Ok(WriteOutcome::Created),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(WriteOutcome::AlreadyExists),
+            Err(e) => Err(Self::object_error(key, e)),
+        }
+    }
+
+    /// Whether an object exists.
+    pub async fn exists(&self, key: &str) -> Result<bool, StoreError> {
+        match self.store.head(&self.path(key)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(Self::object_error(key, e)),
+        }
+    }
+
+    /// Keys of all objects under `prefix` (relative to the store), sorted.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let base = self.path(prefix);
+        let strip = if self.prefix.as_ref().is_empty() { String::new() } else { format!("{}/", self.prefix) };
+        let objects: Vec<_> =
+            self.store.list(Some(&base)).try_collect().await.map_err(|e| Self::object_error(prefix, e))?;
+        let mut keys: Vec<String> = objects
+            .into_iter()
+            .map(|meta| meta.location.as_ref().strip_prefix(&strip).unwrap_or(meta.location.as_ref()).to_string())
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+}
+
+#[allow(unused_variables)]
+fn cloud_store(url: &str, scheme: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    match scheme {
+        #[cfg(feature = "aws")]
+        "s3" | "s3a" => object_store::aws::AmazonS3Builder::from_env()
+            .with_url(url)
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            .map_err(|e| e.to_string()),
+        #[cfg(feature = "gcp")]
+        "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
+            .with_url(url)
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            .map_err(|e| e.to_string()),
+        #[cfg(feature = "azure")]
+        "az" | "abfs" | "abfss" | "azure" => object_store::azure::MicrosoftAzureBuilder::from_env()
+            .with_url(url)
+            .build()
+            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            .map_err(|e| e.to_string()),
+        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" => Err(format!(
+            "this build has no {scheme}:// support; rebuild codesweep with the store feature (`--features aws`, `gcp` or `azure`)"
+        )),
+        other => Err(format!("unknown scheme {other:?}; use a path, file://, memory://, s3://, gs:// or az://")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn results_are_written_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path().join("runs").to_str().unwrap()).unwrap();
+        assert_eq!(store.put_once("r/shards/a.jsonl", "first".into()).await.unwrap(), WriteOutcome::Created);
+        assert_eq!(store.put_once("r/shards/a.jsonl", "second".into()).await.unwrap(), WriteOutcome::AlreadyExists);
+        assert_eq!(store.get_text("r/shards/a.jsonl").await.unwrap().as_deref(), Some("first"));
+        assert_eq!(store.get_text("r/shards/missing.jsonl").await.unwrap(), None);
+        assert!(store.exists("r/shards/a.jsonl").await.unwrap());
+        assert_eq!(store.list("r/shards").await.unwrap(), vec!["r/shards/a.jsonl".to_string()]);
+        assert!(dir.path().join("runs/r/shards/a.jsonl").is_file());
+    }
+
+    #[tokio::test]
+    async fn memory_stores_are_shared_by_name() {
+        let a = RunStore::open("memory://shared-test").unwrap();
+        a.put("k", "v".into()).await.unwrap();
+        let b = RunStore::open("memory://shared-test").unwrap();
+        assert_eq!(b.get_text("k").await.unwrap().as_deref(), Some("v"));
+        let c = RunStore::open("memory://other-test").unwrap();
+        assert_eq!(c.get_text("k").await.unwrap(), None);
+    }
+
+    #[test]
+    fn unknown_schemes_say_what_is_supported() {
+        let err = RunStore::open("ftp://host/x").unwrap_err().to_string();
+        assert!(err.contains("file://"), "{err}");
+    }
+}
