@@ -6,9 +6,12 @@
 mod common;
 
 use codesweep_tasks::input::parse_json_document;
-use codesweep_tasks::repoqa::context::{position_ratio, CommentMode, ContextBuilder, SourceDataset, StandInTokenizer};
+use codesweep_tasks::repoqa::context::{
+    build_snf_tasks, position_ratio, CommentMode, ContextBuilder, SourceDataset, StandInTokenizer, INSTRUCTION,
+};
 use codesweep_tasks::repoqa::{Language, RepoqaGrammars};
 use common::{golden_dir, read, read_jsonl};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The official grammars; CI fetches them with scripts/fetch-repoqa-grammars.sh.
@@ -97,3 +100,32 @@ fn golden_hashes_are_of_their_contexts() {
         }
     }
 }
+
+/// The worker's entry point gives the same contexts, in dataset order, with the
+/// reference's prompt around them.
+#[test]
+fn snf_tasks_for_a_language() {
+    let dataset = dataset();
+    let expected: Vec<Value> = read_jsonl(&golden_dir().join("repoqa/context/contexts_4096_positional_padding.jsonl"))
+        .into_iter()
+        .filter(|row| row["language"] == "java")
+        .collect();
+    let tasks =
+        build_snf_tasks(&dataset, Language::Java, 4096, CommentMode::PositionalPadding, &StandInTokenizer, &reference_grammars()).unwrap();
+    assert_eq!(tasks.len(), 30);
+    for (task, row) in tasks.iter().zip(&expected) {
+        assert_eq!((task.repo.as_str(), task.name.as_str()), (row["repo"].as_str().unwrap(), row["name"].as_str().unwrap()));
+        assert_eq!(task.context.code_context, row["code_context"].as_str().unwrap(), "{}", task.task_id());
+        assert_eq!(Some(task.context.needle_token_start as u64), row["needle_token_start"].as_u64());
+        let prompt = task.prompt();
+        let description = format!("\nFunction Description:{}\n", task.description);
+        assert_eq!(prompt, [INSTRUCTION, &task.context.code_context, &description, INSTRUCTION].concat());
+        let json = task.to_json();
+        assert_eq!(json["position_ratio"], row["position_ratio"]);
+        assert_eq!(json["template"], "instruction\ncode_context\ndescription\ninstruction");
+    }
+    let err = build_snf_tasks(&SourceDataset::default(), Language::Rust, 4096, CommentMode::None, &StandInTokenizer, &RepoqaGrammars::Bundled)
+        .unwrap_err();
+    assert_eq!(err.to_string(), "the dataset has no `rust` repositories");
+}
+

@@ -10,6 +10,7 @@
 
 mod clean;
 pub mod data;
+pub mod task;
 pub mod tokens;
 
 use std::fmt;
@@ -18,6 +19,7 @@ use std::str::FromStr;
 use super::code::CodeTools;
 use super::{Language, RepoqaGrammars};
 pub use data::{topological_sort, SourceDataset, SourceFile, SourceNeedle, SourceRepo};
+pub use task::{build_snf_tasks, snf_prompt, task_description, SnfTask, INSTRUCTION, TEMPLATE};
 pub use tokens::{StandInTokenizer, TokenCounter, TokenizeError};
 
 /// How comments are treated in the context (`--clean-ctx-comments`).
@@ -77,6 +79,9 @@ pub enum ContextError {
         /// The needle's path.
         path: String,
     },
+    /// The dataset has no repositories of the language asked for.
+    #[error("the dataset has no `{0}` repositories")]
+    LanguageMissing(String),
     /// The token counter failed.
     #[error("token counter: {0}")]
     Tokenizer(TokenizeError),
@@ -142,8 +147,10 @@ pub struct ContextBuilder<'t> {
 
 impl<'t> ContextBuilder<'t> {
     /// A builder for contexts of `size` tokens (`code_context_size`) counted by `tokens`.
-    /// `grammars` parse the code when `mode` cleans comments; the official ones are
-    /// [`RepoqaGrammars::load_reference`]'s.
+    /// `grammars` parse the code when `mode` cleans comments. Only the reference's
+    /// ([`RepoqaGrammars::load_reference`]) give the official contexts: with the bundled,
+    /// newer grammars most Rust and a few TypeScript contexts of the golden set differ
+    /// (comment node extents and error recovery on cut-off code changed).
     pub fn new(language: Language, size: usize, mode: CommentMode, tokens: &'t dyn TokenCounter, grammars: &RepoqaGrammars) -> Self {
         let tools = (mode != CommentMode::None).then(|| CodeTools::new(language, grammars));
         Self { language, size, mode, tokens, tools }
