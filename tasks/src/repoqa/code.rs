@@ -83,8 +83,16 @@ impl CodeTools {
     /// The official `remove_comments`: delete every capture of the comment queries, last
     /// first.
     pub fn remove_comments(&mut self, source: &str) -> String {
+        let spans = self.comment_spans(source);
+        delete_spans(source, spans)
+    }
+
+    /// Byte spans of every capture of the official `COMMENT_QUERY` queries, query by query
+    /// and in document order within a query (py-tree-sitter's `captures` order). Empty when
+    /// the text cannot be parsed.
+    pub fn comment_spans(&mut self, source: &str) -> Vec<(usize, usize)> {
         let Some(tree) = self.parser.parse(source, None) else {
-            return source.to_string();
+            return Vec::new();
         };
         let mut spans: Vec<(usize, usize)> = Vec::new();
         for query in &self.comments {
@@ -95,17 +103,24 @@ impl CodeTools {
                 spans.push((node.start_byte(), node.end_byte()));
             }
         }
-        // Python's `sort(key=start_byte, reverse=True)` is stable: equal starts keep query order.
-        spans.sort_by_key(|span| std::cmp::Reverse(span.0));
-        let mut bytes = source.as_bytes().to_vec();
-        for (start, end) in spans {
-            let (start, end) = (start.min(bytes.len()), end.min(bytes.len()));
-            if start < end {
-                bytes.drain(start..end);
-            }
-        }
-        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        spans
     }
+}
+
+/// Deletes byte `spans` from `source` as the reference does: sorted by start, last first
+/// (Python's stable `sort(key=start_byte, reverse=True)`), each one cut out of the text
+/// left by the previous cuts with Python's clamping slices.
+pub(crate) fn delete_spans(source: &str, mut spans: Vec<(usize, usize)>) -> String {
+    // Python's `sort(key=start_byte, reverse=True)` is stable: equal starts keep query order.
+    spans.sort_by_key(|span| std::cmp::Reverse(span.0));
+    let mut bytes = source.as_bytes().to_vec();
+    for (start, end) in spans {
+        let (start, end) = (start.min(bytes.len()), end.min(bytes.len()));
+        if start < end {
+            bytes.drain(start..end);
+        }
+    }
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]

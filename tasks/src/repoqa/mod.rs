@@ -1,9 +1,11 @@
 //! RepoQA "Searching Needle Function": dataset and output formats, answer sanitising,
 //! comment removal and BLEU matching of evalplus/repoqa `compute_score.py`, `metric.py` and
-//! `utility.py`.
+//! `utility.py`, and the code contexts and prompts of `search_needle_function.py`
+//! ([`context`]).
 
 pub mod bleu;
 pub mod code;
+pub mod context;
 pub mod grammars;
 pub mod score;
 
