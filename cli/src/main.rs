@@ -1,12 +1,16 @@
 //! codesweep: evaluate code models on CrossCodeEval and RepoQA with numbers equal to the
 //! official scripts.
 
+mod cluster;
 mod files;
 mod generate;
+mod results_cmd;
 mod retrieve;
+mod run_cmd;
 mod score_cceval;
 mod score_repoqa;
 mod serve;
+mod services;
 
 use std::process::ExitCode;
 
@@ -22,6 +26,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a whole sweep on this machine: coordinator, local workers, filesystem store,
+    /// progress, and the tables at the end. Running it again resumes.
+    Run(run_cmd::Args),
+    /// Serve the coordinator of a cluster (gRPC): plans runs, leases shards to workers.
+    Coordinator(services::CoordinatorArgs),
+    /// Run a worker of a cluster: lease shards from the coordinator, generate, score, store.
+    Worker(services::WorkerArgs),
+    /// Show a run's progress from its coordinator.
+    Status(results_cmd::StatusArgs),
+    /// Merge a run's stored results into tables (Markdown, CSV, JSON), a scaling plot and
+    /// official-format exports.
+    Report(results_cmd::ReportArgs),
+    /// Recompute every metric of a run from its stored raw completions (no model, no GPU).
+    Rescore(results_cmd::RescoreArgs),
     /// Score stored predictions exactly as the official scripts do (no model, no GPU).
     #[command(subcommand)]
     Score(ScoreCommand),
@@ -47,6 +65,12 @@ enum ScoreCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(args),
+        Command::Coordinator(args) => services::coordinator(args),
+        Command::Worker(args) => services::worker(args),
+        Command::Status(args) => results_cmd::status(args),
+        Command::Report(args) => results_cmd::report(args),
+        Command::Rescore(args) => results_cmd::rescore(args),
         Command::Score(ScoreCommand::Cceval(args)) => score_cceval::run(args),
         Command::Score(ScoreCommand::Repoqa(args)) => score_repoqa::run(args),
         Command::Generate(args) => generate::run(args),

@@ -10,7 +10,6 @@
 //! The store is the source of truth: a restarted coordinator reloads every unfinished run's
 //! plan and counts a shard done exactly when its result object exists.
 
-pub mod auth;
 pub mod plan;
 pub mod report;
 pub mod schedule;

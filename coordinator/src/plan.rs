@@ -197,6 +197,7 @@ pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanEr
                     setting: cell.setting.clone(),
                     use_crossfile: cell.use_crossfile,
                     generation: spec.generation.clone(),
+                    edit_sim: Some(section.edit_sim.clone()),
                     examples: chunk.len(),
                 };
                 let text = records::encode(&header, chunk).map_err(|e| data_error(&cell.file, e.to_string()))?;

@@ -1,1 +1,315 @@
-//! Merged tables (placeholder until the report lands).
+//! Merges shard results into the papers' tables, official-format exports and a scaling plot.
+//!
+//! CrossCodeEval: rows model × setting, columns language × {EM, ES, ID-EM, ID-F1} (Table 2 of
+//! the paper). Numbers come from the stored per-example metrics, aggregated in data-file order
+//! with the official rounding — or, for `rescore`, from the stored raw completions scored again.
+
+use std::collections::BTreeMap;
+
+use codesweep_store::records::{self, Benchmark, ExampleResult, ResultHeader, ShardHeader};
+use codesweep_store::{RunLayout, RunStore, StoreError};
+use codesweep_tasks::cceval::{CcevalScorer, CcevalSummary, EditSimBackend, Example, ExampleMetrics, Language};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::plan::{load_plan, load_spec, PlanError};
+
+/// Why a report could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The store failed or holds something unexpected.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The run has no plan.
+    #[error("no run {run_id:?} in {store} (no plan.json); check the run id and the store URL")]
+    NoRun { run_id: String, store: String },
+    /// A stored record is invalid.
+    #[error("{key}: {message}")]
+    Record { key: String, message: String },
+}
+
+impl From<PlanError> for ReportError {
+    fn from(e: PlanError) -> Self {
+        match e {
+            PlanError::Store(e) => ReportError::Store(e),
+            other => ReportError::Record { key: "plan".into(), message: other.to_string() },
+        }
+    }
+}
+
+/// How to obtain per-example metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scoring {
+    /// Use the metrics the workers stored.
+    Stored,
+    /// Score the stored raw completions again with today's code (`rescore`); optionally with
+    /// another edit-similarity backend.
+    Rescore(Option<EditSimBackend>),
+}
+
+/// One (model, language, setting) cell of the CrossCodeEval table.
+#[derive(Debug, Clone, Serialize)]
+pub struct CcevalCell {
+    /// Model display name.
+    pub model: String,
+    /// Parameter count from the spec, if given.
+    pub parameters: Option<f64>,
+    /// Language.
+    pub language: String,
+    /// Setting (`in_file`, `rg1_bm25`, …).
+    pub setting: String,
+    /// Examples with results.
+    pub examples: usize,
+    /// Examples planned.
+    pub planned: usize,
+    /// The official aggregate over the examples with results.
+    #[serde(skip)]
+    pub summary: Option<CcevalSummary>,
+    /// Per-example predictions in data order, for official-format exports.
+    #[serde(skip)]
+    pub predictions: Vec<(String, String)>,
+}
+
+/// A run's merged results.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The run.
+    pub run_id: String,
+    /// CrossCodeEval cells, ordered by model (spec order), setting, language.
+    pub cceval: Vec<CcevalCell>,
+}
+
+/// The paper's name of a setting.
+pub fn setting_title(setting: &str) -> String {
+    if setting == crate::plan::IN_FILE {
+        return "In-file".into();
+    }
+    if let Some(retriever) = setting.strip_prefix("rg1_") {
+        return format!("Retrieval ({retriever})");
+    }
+    if let Some(retriever) = setting.strip_prefix("oracle_") {
+        return format!("Retrieval w/ Ref. ({retriever})");
+    }
+    setting.to_string()
+}
+
+fn record_error(key: &str, message: impl Into<String>) -> ReportError {
+    ReportError::Record { key: key.to_string(), message: message.into() }
+}
+
+/// Reads a run's results from the store and merges them.
+pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> Result<Report, ReportError> {
+    let layout = RunLayout::new(run_id);
+    let no_run = || ReportError::NoRun { run_id: run_id.to_string(), store: store.url().to_string() };
+    let plan = load_plan(store, &layout).await?.ok_or_else(no_run)?;
+    let spec = load_spec(store, &layout).await?.ok_or_else(no_run)?;
+    let model_order: Vec<&str> = spec.models.iter().map(|m| m.name.as_str()).collect();
+    let parameters: BTreeMap<&str, Option<f64>> = spec.models.iter().map(|m| (m.name.as_str(), m.parameters)).collect();
+    // (model index, setting, language index) → shards in index order.
+    let mut cells: BTreeMap<(usize, String, usize), Vec<&crate::plan::PlannedShard>> = BTreeMap::new();
+    for shard in plan.shards.iter().filter(|s| s.benchmark == Benchmark::Cceval) {
+        let model = model_order.iter().position(|m| *m == shard.model).unwrap_or(usize::MAX);
+        let language = Language::ALL.iter().position(|l| l.name() == shard.language).unwrap_or(usize::MAX);
+        cells.entry((model, shard.setting.clone(), language)).or_default().push(shard);
+    }
+    let mut out = Vec::new();
+    for ((_, setting, _), mut shards) in cells {
+        shards.sort_by_key(|s| s.index);
+        let first = shards[0];
+        let mut metrics = Vec::new();
+        let mut predictions = Vec::new();
+        for shard in &shards {
+            let key = layout.result(&shard.shard_id);
+            let Some(text) = store.get_text(&key).await? else { continue };
+            let (header, results): (ResultHeader, Vec<ExampleResult>) = records::decode(&key, &text)?;
+            let shard_metrics = match scoring {
+                Scoring::Stored => results
+                    .iter()
+                    .map(|r| {
+                        ExampleMetrics::from_detailed_json(&r.metrics)
+                            .map_err(|e| record_error(&key, format!("{}: field `{}`: {}", r.task_id, e.field, e.message)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                Scoring::Rescore(edit_sim) => rescore_shard(store, &layout, &header.shard, &results, edit_sim).await?,
+            };
+            metrics.extend(shard_metrics);
+            predictions.extend(results.into_iter().map(|r| (r.task_id, r.completion)));
+        }
+        out.push(CcevalCell {
+            model: first.model.clone(),
+            parameters: parameters.get(first.model.as_str()).copied().flatten(),
+            language: first.language.clone(),
+            setting,
+            examples: metrics.len(),
+            planned: shards.iter().map(|s| s.examples).sum(),
+            summary: CcevalSummary::from_metrics(&metrics),
+            predictions,
+        });
+    }
+    Ok(Report { run_id: run_id.to_string(), cceval: out })
+}
+
+/// Scores a shard's stored completions again against its input examples.
+async fn rescore_shard(
+    store: &RunStore,
+    layout: &RunLayout,
+    shard: &ShardHeader,
+    results: &[ExampleResult],
+    edit_sim: Option<EditSimBackend>,
+) -> Result<Vec<ExampleMetrics>, ReportError> {
+    let key = layout.input(&shard.shard_id);
+    let text = store.get_text(&key).await?.ok_or_else(|| record_error(&key, "shard input missing"))?;
+    let (_, examples): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
+    let language: Language = shard.language.parse().map_err(|e: String| record_error(&key, e))?;
+    let backend = edit_sim.unwrap_or(match shard.edit_sim.as_deref() {
+        Some("levenshtein") => EditSimBackend::Levenshtein,
+        _ => EditSimBackend::Difflib,
+    });
+    let by_id: BTreeMap<String, Example> = examples
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Example::from_json(v)
+                .map(|e| (e.task_id.clone(), e))
+                .map_err(|e| record_error(&key, format!("line {}: field `{}`: {}", i + 2, e.field, e.message)))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut scorer = CcevalScorer::new(language, backend);
+    results
+        .iter()
+        .map(|r| {
+            let example = by_id.get(&r.task_id).ok_or_else(|| record_error(&key, format!("no example {:?}", r.task_id)))?;
+            let scored = scorer.score(&r.task_id, &example.prompt, &example.groundtruth, &r.completion);
+            Ok(ExampleMetrics::from(&scored))
+        })
+        .collect()
+}
+
+fn fmt2(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+impl Report {
+    fn languages(&self) -> Vec<String> {
+        let mut languages: Vec<String> = Vec::new();
+        for l in Language::ALL {
+            if self.cceval.iter().any(|c| c.language == l.name()) {
+                languages.push(l.name().to_string());
+            }
+        }
+        languages
+    }
+
+    fn rows(&self) -> Vec<(String, String)> {
+        let mut rows: Vec<(String, String)> = Vec::new();
+        for cell in &self.cceval {
+            let row = (cell.model.clone(), cell.setting.clone());
+            if !rows.contains(&row) {
+                rows.push(row);
+            }
+        }
+        rows
+    }
+
+    fn cell(&self, model: &str, setting: &str, language: &str) -> Option<&CcevalCell> {
+        self.cceval.iter().find(|c| c.model == model && c.setting == setting && c.language == language)
+    }
+
+    /// The CrossCodeEval table as Markdown; cells with missing results are marked `*`.
+    pub fn markdown(&self) -> String {
+        let languages = self.languages();
+        let mut out = format!("## CrossCodeEval — run `{}`\n\n| Model | Setting |", self.run_id);
+        for l in &languages {
+            out.push_str(&format!(" {l} EM | {l} ES | {l} ID-EM | {l} ID-F1 |"));
+        }
+        out.push_str("\n|---|---|");
+        out.push_str(&"---:|".repeat(4 * languages.len()));
+        out.push('\n');
+        let mut partial = false;
+        for (model, setting) in self.rows() {
+            out.push_str(&format!("| {model} | {} |", setting_title(&setting)));
+            for l in &languages {
+                match self.cell(&model, &setting, l) {
+                    Some(c) if c.summary.is_some() => {
+                        let s = c.summary.unwrap_or_else(|| unreachable!());
+                        let mark = if c.examples < c.planned { "*" } else { "" };
+                        partial |= !mark.is_empty();
+                        for v in [s.em, s.es, s.id_em, s.id_f1] {
+                            out.push_str(&format!(" {}{mark} |", fmt2(v)));
+                        }
+                    }
+                    _ => out.push_str(&" – |".repeat(4)),
+                }
+            }
+            out.push('\n');
+        }
+        if partial {
+            out.push_str("\n`*` some shards of this cell have no result (failed or still running).\n");
+        }
+        out
+    }
+
+    /// The table as CSV, one line per cell.
+    pub fn csv(&self) -> String {
+        let mut out = String::from("model,parameters,setting,language,examples,planned,em,es,id_em,id_precision,id_recall,id_f1\n");
+        for c in &self.cceval {
+            let params = c.parameters.map(|p| p.to_string()).unwrap_or_default();
+            let values = match c.summary {
+                Some(s) => [s.em, s.es, s.id_em, s.id_precision, s.id_recall, s.id_f1].map(fmt2).join(","),
+                None => ",,,,,".into(),
+            };
+            out.push_str(&format!("{},{params},{},{},{},{},{values}\n", c.model, c.setting, c.language, c.examples, c.planned));
+        }
+        out
+    }
+
+    /// The table as JSON: each cell with the official `results.json` object.
+    pub fn json(&self) -> Value {
+        let cells: Vec<Value> = self
+            .cceval
+            .iter()
+            .map(|c| {
+                json!({
+                    "model": c.model, "parameters": c.parameters, "setting": c.setting,
+                    "language": c.language, "examples": c.examples, "planned": c.planned,
+                    "results": c.summary.map(|s| s.to_json()),
+                })
+            })
+            .collect();
+        json!({ "run_id": self.run_id, "cceval": cells })
+    }
+
+    /// Official-format prediction files: `(relative path, contents)` with one
+    /// `{"task_id", "pred"}` line per example, for the official `eval.py` to re-check.
+    pub fn exports(&self) -> Vec<(String, String)> {
+        self.cceval
+            .iter()
+            .map(|c| {
+                let body: String = c
+                    .predictions
+                    .iter()
+                    .map(|(task_id, pred)| json!({"task_id": task_id, "pred": pred}).to_string() + "\n")
+                    .collect();
+                (format!("exports/cceval/{}/{}/{}/prediction.jsonl", c.model, c.language, c.setting), body)
+            })
+            .collect()
+    }
+}
+
+mod plot;
+pub use plot::scaling_svg;
+
+/// Builds the report and writes it under `<run>/report/` in the store: `cceval.md`,
+/// `cceval.csv`, `report.json`, `scaling.svg` and the official-format exports.
+pub async fn write_report(store: &RunStore, report: &Report) -> Result<(), ReportError> {
+    let layout = RunLayout::new(&report.run_id);
+    store.put(&layout.report("cceval.md"), report.markdown()).await?;
+    store.put(&layout.report("cceval.csv"), report.csv()).await?;
+    let json = serde_json::to_string_pretty(&report.json()).map_err(|e| record_error("report.json", e.to_string()))?;
+    store.put(&layout.report("report.json"), json).await?;
+    store.put(&layout.report("scaling.svg"), scaling_svg(report)).await?;
+    for (path, body) in report.exports() {
+        store.put(&layout.report(&path), body).await?;
+    }
+    Ok(())
+}

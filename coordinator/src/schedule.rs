@@ -372,6 +372,18 @@ impl Schedule {
         self.retry_or_fail(r, i, error, retryable, now)
     }
 
+    /// Returns a leased shard to the queue without counting the attempt (a worker shutting
+    /// down); returns false for a lease that is not `worker_id`'s.
+    pub fn release(&mut self, worker_id: &str, lease_id: &str, now: Instant) -> bool {
+        let Some((r, i)) = self.leased(lease_id, worker_id) else { return false };
+        self.leases.remove(lease_id);
+        let shard = &mut self.runs[r].shards[i];
+        shard.attempts = shard.attempts.saturating_sub(1);
+        shard.progress = 0;
+        shard.state = ShardState::Pending { not_before: now };
+        true
+    }
+
     /// Stops leasing a run's shards; returns false for an unknown run.
     pub fn cancel(&mut self, run_id: &str) -> bool {
         match self.runs.iter_mut().find(|r| r.layout.run_id() == run_id) {
@@ -383,9 +395,9 @@ impl Schedule {
         }
     }
 
-    /// Whether every known run has ended.
+    /// Whether there are runs and every one has ended.
     pub fn all_finished(&self) -> bool {
-        self.runs.iter().all(|r| run_state(r) != RunState::Running)
+        !self.runs.is_empty() && self.runs.iter().all(|r| run_state(r) != RunState::Running)
     }
 
     /// Ids of the known runs.

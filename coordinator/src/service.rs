@@ -17,7 +17,7 @@ use codesweep_store::{RunLayout, RunStore, StoreError};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::auth::RequireToken;
+use codesweep_proto::auth::RequireToken;
 use crate::plan::{load_plan, load_spec, plan_run, PlanError};
 use crate::schedule::{Schedule, Timings};
 use crate::spec::{SpecFormat, SweepSpec};
@@ -119,6 +119,11 @@ impl CoordinatorService {
             recovered.push(run_id.to_string());
         }
         Ok(recovered)
+    }
+
+    /// Whether this coordinator has runs and every one has ended.
+    pub fn all_finished(&self) -> bool {
+        self.schedule.lock().map(|s| s.all_finished()).unwrap_or(true)
     }
 
     /// A snapshot of a run.
@@ -247,6 +252,11 @@ impl Coordinator for CoordinatorService {
 
     async fn fail_shard(&self, request: Request<FailShardRequest>) -> Result<Response<FailShardResponse>, Status> {
         let request = request.into_inner();
+        if request.release {
+            let released = self.schedule()?.release(&request.worker_id, &request.lease_id, Instant::now());
+            tracing::info!(lease = %request.lease_id, released, "shard released by a stopping worker");
+            return Ok(Response::new(FailShardResponse { will_retry: released }));
+        }
         tracing::warn!(lease = %request.lease_id, error = %request.error, "shard attempt failed");
         let will_retry = self.schedule()?.fail(
             &request.worker_id,

@@ -223,10 +223,10 @@ impl SweepSpec {
         if self.run.max_attempts == 0 {
             return invalid("run.max_attempts".into(), "must be at least 1".into());
         }
-        if !(self.run.lease_ttl_seconds > 0.0) {
+        if self.run.lease_ttl_seconds.is_nan() || self.run.lease_ttl_seconds <= 0.0 {
             return invalid("run.lease_ttl_seconds".into(), "must be > 0".into());
         }
-        if !(self.run.retry_backoff_seconds >= 0.0) {
+        if self.run.retry_backoff_seconds.is_nan() || self.run.retry_backoff_seconds < 0.0 {
             return invalid("run.retry_backoff_seconds".into(), "must be ≥ 0".into());
         }
         if self.models.is_empty() {
@@ -249,7 +249,7 @@ impl SweepSpec {
                 _ => {}
             }
             if let Some(p) = model.parameters {
-                if !(p > 0.0) {
+                if p.is_nan() || p <= 0.0 {
                     return invalid(key("parameters"), "must be a positive parameter count".into());
                 }
             }
@@ -261,10 +261,10 @@ impl SweepSpec {
         if g.batch_size == 0 {
             return invalid("generation.batch_size".into(), "must be at least 1".into());
         }
-        if !(g.temperature >= 0.0) {
+        if g.temperature.is_nan() || g.temperature < 0.0 {
             return invalid("generation.temperature".into(), "must be ≥ 0 (0 = greedy)".into());
         }
-        if !(g.top_p > 0.0 && g.top_p <= 1.0) {
+        if g.top_p.is_nan() || g.top_p <= 0.0 || g.top_p > 1.0 {
             return invalid("generation.top_p".into(), "must be in (0, 1]".into());
         }
         let Some(cceval) = &self.cceval else {

@@ -1,11 +1,12 @@
 //! codesweep-proto: the gRPC control plane shared by the coordinator, workers and clients.
 //!
-//! Everything here is generated from `proto/codesweep.proto` at build time by protox and
-//! tonic-prost-build; this crate has no logic of its own.
+//! The messages and service are generated from `proto/codesweep.proto` at build time by protox
+//! and tonic-prost-build; [`auth`] holds the bearer-token interceptors both ends of the wire use.
 
-#![allow(missing_docs, clippy::all)]
+pub mod auth;
 
 /// Messages and the `Coordinator` service of package `codesweep.v1`.
+#[allow(missing_docs, clippy::all)]
 pub mod v1 {
     tonic::include_proto!("codesweep.v1");
 }

@@ -121,6 +121,9 @@ pub struct ShardHeader {
     pub use_crossfile: bool,
     /// Generation parameters.
     pub generation: GenerationSpec,
+    /// CrossCodeEval edit similarity backend (`difflib` or `levenshtein`).
+    #[serde(default)]
+    pub edit_sim: Option<String>,
     /// Number of example lines that follow.
     pub examples: usize,
 }
@@ -224,6 +227,7 @@ mod tests {
             setting: "in_file".into(),
             use_crossfile: false,
             generation: GenerationSpec::default(),
+            edit_sim: None,
             examples: 2,
         }
     }

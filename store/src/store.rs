@@ -43,15 +43,17 @@ impl RunStore {
     /// Opens the store at `url`:
     /// - a plain path or `file://PATH` (relative paths are taken from the current directory;
     ///   the directory is created),
-    /// - `memory://NAME` (one store per name, shared within this process),
+    /// - `memory://NAME[/PREFIX]` (one store per name, shared within this process),
     /// - `s3://bucket/prefix`, `gs://…`, `az://…` in builds with the `aws`, `gcp`, `azure`
     ///   features; credentials come from the usual environment variables (`AWS_*`, …).
     pub fn open(url: &str) -> Result<Self, StoreError> {
         let fail = |message: String| StoreError::Url { url: url.to_string(), message };
-        if let Some(name) = url.strip_prefix("memory://") {
+        if let Some(rest) = url.strip_prefix("memory://") {
+            let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             let mut stores = memory_stores().lock().map_err(|_| fail("memory store registry poisoned".into()))?;
             let store = stores.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone();
-            return Ok(Self { url: url.to_string(), store, prefix: ObjectPath::default() });
+            let prefix = ObjectPath::from(prefix.trim_matches('/'));
+            return Ok(Self { url: url.to_string(), store, prefix });
         }
         let local = match url.split_once("://") {
             None => Some(PathBuf::from(url)),
@@ -131,6 +133,47 @@ impl RunStore {
         }
     }
 
+    /// Copies the object or folder at this store's URL to `dest` (models given as URLs): a
+    /// folder's objects keep their relative paths under `dest`; a single object becomes
+    /// `dest/<its name>`. Returns the local path of what was copied. Files already present with
+    /// the same size are not fetched again.
+    pub async fn download_to(url: &str, dest: &std::path::Path) -> Result<PathBuf, StoreError> {
+        let fail = |message: String| StoreError::Url { url: url.to_string(), message };
+        match url.split_once("://") {
+            None => return Ok(PathBuf::from(url)),
+            Some(("file", path)) => return Ok(PathBuf::from(path)),
+            _ => {}
+        }
+        let folder = Self::open(url)?;
+        let mut keys = folder.list("").await?;
+        let (store, local) = if keys.is_empty() {
+            let trimmed = url.trim_end_matches('/');
+            let (parent, name) = trimmed.rsplit_once('/').ok_or_else(|| fail("names no object".into()))?;
+            keys = vec![name.to_string()];
+            (Self::open(parent)?, dest.join(name))
+        } else {
+            (folder, dest.to_path_buf())
+        };
+        for key in &keys {
+            let rel = key.trim_start_matches('/');
+            let target = if keys.len() == 1 && local != dest { local.clone() } else { dest.join(rel) };
+            let path = store.path(key);
+            let meta = store.store.head(&path).await.map_err(|e| Self::object_error(key, e))?;
+            if std::fs::metadata(&target).is_ok_and(|m| m.len() == meta.size) {
+                continue;
+            }
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
+            }
+            let bytes = store.store.get(&path).await.map_err(|e| Self::object_error(key, e))?;
+            let bytes = bytes.bytes().await.map_err(|e| Self::object_error(key, e))?;
+            let partial = target.with_extension("partial");
+            std::fs::write(&partial, &bytes).map_err(|e| fail(format!("cannot write {}: {e}", partial.display())))?;
+            std::fs::rename(&partial, &target).map_err(|e| fail(format!("cannot move {}: {e}", target.display())))?;
+        }
+        Ok(local)
+    }
+
     /// Keys of all objects under `prefix` (relative to the store), sorted.
     pub async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let base = self.path(prefix);
@@ -199,6 +242,23 @@ mod tests {
         assert_eq!(b.get_text("k").await.unwrap().as_deref(), Some("v"));
         let c = RunStore::open("memory://other-test").unwrap();
         assert_eq!(c.get_text("k").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn models_given_as_urls_are_copied_once() {
+        let store = RunStore::open("memory://models-test").unwrap();
+        store.put("tiny.gguf", "GGUF".into()).await.unwrap();
+        store.put("hf/config.json", "{}".into()).await.unwrap();
+        store.put("hf/sub/x.safetensors", "xx".into()).await.unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let file = RunStore::download_to("memory://models-test/tiny.gguf", cache.path()).await.unwrap();
+        assert_eq!(file, cache.path().join("tiny.gguf"));
+        assert_eq!(std::fs::read(&file).unwrap(), b"GGUF");
+        let folder = RunStore::download_to("memory://models-test/hf", &cache.path().join("hf")).await.unwrap();
+        assert_eq!(std::fs::read(folder.join("sub/x.safetensors")).unwrap(), b"xx");
+        assert_eq!(std::fs::read(folder.join("config.json")).unwrap(), b"{}");
+        // Local paths are used where they are.
+        assert_eq!(RunStore::download_to("/m/x.gguf", cache.path()).await.unwrap(), PathBuf::from("/m/x.gguf"));
     }
 
     #[test]

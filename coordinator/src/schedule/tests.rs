@@ -130,3 +130,17 @@ fn cancelled_runs_stop_leasing_and_tell_heartbeats() {
     assert!(schedule.all_finished());
     assert!(!schedule.cancel("nope"));
 }
+
+#[test]
+fn a_released_shard_is_leased_again_without_losing_an_attempt() {
+    let now = Instant::now();
+    let plan = plan("r", &["a"], 1);
+    let mut schedule = schedule_with(&plan, now);
+    let (w1, w2) = (schedule.register_worker(now), schedule.register_worker(now));
+    let g = schedule.lease(&w1, "a", now).unwrap();
+    assert!(!schedule.release(&w2, &g.lease_id, now), "only the holder may release");
+    assert!(schedule.release(&w1, &g.lease_id, now));
+    let again = schedule.lease(&w2, "a", now).unwrap();
+    assert_eq!((again.shard_id, again.attempt), (g.shard_id, 1));
+    assert_eq!(schedule.retries, 0);
+}

@@ -15,7 +15,8 @@ use serde_json::Value;
 use crate::input::{str_field, FieldError, Located, RecordError};
 
 pub use edit_sim::EditSimBackend;
-pub use score::{CcevalScorer, CcevalSummary, ScoredExample};
+pub use postprocess::StatementEnd;
+pub use score::{CcevalScorer, CcevalSummary, ExampleMetrics, ScoredExample};
 
 /// The four CrossCodeEval languages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -108,6 +108,49 @@ impl PythonStatementCutter {
     }
 }
 
+/// The end-of-statement rule as a stop condition while generating.
+///
+/// [`StatementEnd::stop_at`] returns a length after which more generated text can no longer
+/// change the post-processed prediction, so generation may stop there and score exactly as if it
+/// had run to its token limit (greedy decoding makes the shorter text a prefix of the longer).
+pub struct StatementEnd {
+    prompt: String,
+    python: Option<PythonStatementCutter>,
+    newlines_seen: usize,
+}
+
+impl StatementEnd {
+    /// The rule for completions of `prompt` in `language`.
+    pub fn new(language: super::Language, prompt: &str) -> Self {
+        let python = (language == super::Language::Python).then(PythonStatementCutter::new);
+        Self { prompt: prompt.to_string(), python, newlines_seen: 0 }
+    }
+
+    /// `Some(n)`: `text[..n]` already fixes the prediction; `None`: keep generating.
+    pub fn stop_at(&mut self, text: &str) -> Option<usize> {
+        match &mut self.python {
+            // The official cut treats a terminator at index 0 as "not found" and keeps the
+            // whole completion, so only a later terminator settles it.
+            None => match text.find([';', '{', '}']) {
+                Some(0) | None => None,
+                Some(end) => Some(end + 1),
+            },
+            Some(cutter) => {
+                // Candidates end at a newline; check only when a new one has arrived.
+                let newlines = text.matches('\n').count();
+                if newlines == self.newlines_seen {
+                    return None;
+                }
+                self.newlines_seen = newlines;
+                match cutter.find_cut(&self.prompt, text, true) {
+                    PythonCut::At(end) => Some(end + 1),
+                    PythonCut::Unchanged => None,
+                }
+            }
+        }
+    }
+}
+
 impl Default for PythonStatementCutter {
     fn default() -> Self {
         Self::new()
@@ -160,6 +203,38 @@ mod tests {
         assert_eq!(remove_comments("a(); // c\nurl = \"http://x\";"), "a(); \nurl = \"http:");
         assert_eq!(remove_comments("é # ü\r\nz"), "é \nz");
         assert_eq!(remove_comments(""), "");
+    }
+
+    #[test]
+    fn stopping_at_statement_end_keeps_the_prediction() {
+        use super::super::Language;
+        let cases = [
+            (Language::Python, "import os\nx = os.", "path.join(a,\n  b)\ny = 2\nz = 3\n"),
+            (Language::Python, "def f():\n    return ", "g(1)\n    h = 2\n"),
+            (Language::Java, "int x = ", "foo.bar(1); int y = 2;"),
+            (Language::Java, "int x = ", ";foo.bar(1);"),
+            (Language::CSharp, "if (a) ", "b(); }"),
+        ];
+        for (language, prompt, full) in cases {
+            let mut rule = StatementEnd::new(language, prompt);
+            let mut scorer = super::super::CcevalScorer::new(language, super::super::EditSimBackend::Difflib);
+            let expected = scorer.truncate_statement(prompt, full).to_string();
+            // Feed the completion one character at a time, as generation would.
+            let mut stopped = None;
+            for (i, _) in full.char_indices().skip(1).chain([(full.len(), ' ')]) {
+                if let Some(n) = rule.stop_at(&full[..i]) {
+                    stopped = Some(&full[..n]);
+                    break;
+                }
+            }
+            let kept = stopped.unwrap_or(full);
+            assert_eq!(scorer.truncate_statement(prompt, kept), expected, "{language:?} {full:?} stopped at {kept:?}");
+            if full.starts_with(';') {
+                assert!(stopped.is_none(), "a leading ';' must not stop generation");
+            } else {
+                assert!(stopped.is_some_and(|k| k.len() < full.len()), "{full:?} should stop early");
+            }
+        }
     }
 
     #[test]

@@ -101,6 +101,51 @@ fn non_empty_stripped_lines(text: &str) -> impl Iterator<Item = &str> {
     text.split('\n').map(py_strip).filter(|line| !line.is_empty())
 }
 
+/// The per-example numbers the summary averages: one line of `detailed_results.json`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExampleMetrics {
+    /// Exact match.
+    pub em: bool,
+    /// Edit similarity 0..=100.
+    pub es: f64,
+    /// Identifier exact match.
+    pub id_em: bool,
+    /// Identifier precision (0 when undefined, as the official script writes it).
+    pub id_precision: f64,
+    /// Identifier recall (0 when undefined).
+    pub id_recall: f64,
+    /// Identifier F1 (0 when undefined).
+    pub id_f1: f64,
+}
+
+impl From<&ScoredExample> for ExampleMetrics {
+    fn from(s: &ScoredExample) -> Self {
+        Self {
+            em: s.em,
+            es: s.es,
+            id_em: s.id_em,
+            id_precision: s.id_match.precision().unwrap_or(0.0),
+            id_recall: s.id_match.recall().unwrap_or(0.0),
+            id_f1: s.id_match.f1().unwrap_or(0.0),
+        }
+    }
+}
+
+impl ExampleMetrics {
+    /// Reads a [`ScoredExample::detailed_json`] object back (stored shard results).
+    pub fn from_detailed_json(value: &Value) -> Result<Self, crate::input::FieldError> {
+        use crate::input::f64_field;
+        Ok(Self {
+            em: f64_field(value, "em")? != 0.0,
+            es: f64_field(value, "es")?,
+            id_em: f64_field(value, "id_em")? != 0.0,
+            id_precision: f64_field(value, "id_precision")?,
+            id_recall: f64_field(value, "id_recall")?,
+            id_f1: f64_field(value, "id_f1")?,
+        })
+    }
+}
+
 /// The official `results.json`: percentages rounded with Python's `round(x, 2)`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CcevalSummary {
@@ -124,23 +169,30 @@ impl CcevalSummary {
     /// Aggregates per-example results in order, with the official float operations;
     /// `None` for an empty set (the official script divides by zero).
     pub fn from_scored(scored: &[ScoredExample]) -> Option<Self> {
-        if scored.is_empty() {
+        let metrics: Vec<ExampleMetrics> = scored.iter().map(ExampleMetrics::from).collect();
+        Self::from_metrics(&metrics)
+    }
+
+    /// Aggregates per-example metrics in order (stored results give the same numbers as
+    /// scoring afresh: the values round-trip through JSON exactly).
+    pub fn from_metrics(metrics: &[ExampleMetrics]) -> Option<Self> {
+        if metrics.is_empty() {
             return None;
         }
-        let n = scored.len() as f64;
-        let count = |f: fn(&ScoredExample) -> bool| scored.iter().filter(|s| f(s)).count() as f64;
-        let mean_percent = |f: fn(&ScoredExample) -> Option<f64>| {
-            let sum = scored.iter().fold(0.0, |acc, s| acc + f(s).unwrap_or(0.0));
+        let n = metrics.len() as f64;
+        let count = |f: fn(&ExampleMetrics) -> bool| metrics.iter().filter(|s| f(s)).count() as f64;
+        let mean_percent = |f: fn(&ExampleMetrics) -> f64| {
+            let sum = metrics.iter().fold(0.0, |acc, s| acc + f(s));
             py_round_digits(sum / n * 100.0, 2)
         };
         Some(Self {
             em: py_round_digits(count(|s| s.em) / n * 100.0, 2),
-            es: py_round_digits(scored.iter().fold(0.0, |acc, s| acc + s.es) / n, 2),
+            es: py_round_digits(metrics.iter().fold(0.0, |acc, s| acc + s.es) / n, 2),
             id_em: py_round_digits(count(|s| s.id_em) / n * 100.0, 2),
-            id_precision: mean_percent(|s| s.id_match.precision()),
-            id_recall: mean_percent(|s| s.id_match.recall()),
-            id_f1: mean_percent(|s| s.id_match.f1()),
-            total: scored.len(),
+            id_precision: mean_percent(|s| s.id_precision),
+            id_recall: mean_percent(|s| s.id_recall),
+            id_f1: mean_percent(|s| s.id_f1),
+            total: metrics.len(),
         })
     }
 
@@ -205,5 +257,8 @@ mod tests {
         assert_eq!(summary.total, 3);
         assert_eq!(summary.es, py_round_digits((100.0 + scored[1].es + 0.0) / 3.0, 2));
         assert!(CcevalSummary::from_scored(&[]).is_none());
+        let stored: Vec<ExampleMetrics> =
+            scored.iter().map(|s| ExampleMetrics::from_detailed_json(&s.detailed_json()).unwrap()).collect();
+        assert_eq!(CcevalSummary::from_metrics(&stored), Some(summary));
     }
 }

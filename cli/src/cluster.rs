@@ -1,0 +1,187 @@
+//! The distributed commands' shared pieces: runtime, logging, signals, coordinator clients,
+//! run URIs and the progress display.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use codesweep_proto::auth::AttachToken;
+use codesweep_proto::coordinator_client::CoordinatorClient;
+use codesweep_proto::{RunState, RunStatus};
+use codesweep_worker::StopMode;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::watch;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+/// A coordinator client with the bearer token attached.
+pub type Client = CoordinatorClient<InterceptedService<Channel, AttachToken>>;
+
+/// Flags naming the coordinator and its token.
+#[derive(clap::Args, Clone)]
+pub struct CoordinatorFlags {
+    /// The coordinator's address.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    pub coordinator: String,
+    /// Environment variable holding the bearer token (the token itself never goes on the
+    /// command line or into logs).
+    #[arg(long, default_value = "CODESWEEP_TOKEN")]
+    pub token_env: String,
+}
+
+impl CoordinatorFlags {
+    /// The token, if the variable is set and not empty.
+    pub fn token(&self) -> Option<String> {
+        read_token(&self.token_env)
+    }
+
+    /// Connects to the coordinator.
+    pub async fn connect(&self) -> Result<Client> {
+        connect(&self.coordinator, self.token().as_deref()).await
+    }
+}
+
+/// The token in environment variable `name`, if set and not empty.
+pub fn read_token(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|t| !t.is_empty())
+}
+
+/// Connects to a coordinator at `address`.
+pub async fn connect(address: &str, token: Option<&str>) -> Result<Client> {
+    let channel = Channel::from_shared(address.to_string())
+        .with_context(|| format!("bad coordinator address {address:?}"))?
+        .connect()
+        .await
+        .with_context(|| format!("cannot reach the coordinator at {address}"))?;
+    let interceptor = AttachToken::new(token).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+    Ok(CoordinatorClient::with_interceptor(channel, interceptor))
+}
+
+/// A multi-threaded tokio runtime.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
+}
+
+/// Structured logs on stderr; `RUST_LOG` picks the level (default `warn` for `run`, `info` for
+/// services).
+pub fn init_logging(default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// A stop channel driven by SIGTERM / Ctrl-C: the first signal drains (finish the shard in
+/// hand), the second stops at once (release it).
+pub fn stop_on_signals() -> watch::Receiver<StopMode> {
+    let (sender, receiver) = watch::channel(StopMode::Run);
+    tokio::spawn(async move {
+        let mut mode = StopMode::Run;
+        loop {
+            wait_for_signal().await;
+            mode = if mode == StopMode::Run { StopMode::Drain } else { StopMode::Now };
+            eprintln!(
+                "{}",
+                if mode == StopMode::Drain {
+                    "stopping after the current shard (signal again to release it and stop now)"
+                } else {
+                    "stopping now; the current shard is released"
+                }
+            );
+            if sender.send(mode).is_err() || mode == StopMode::Now {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Splits a run URI (`runs/demo`, `file:///data/runs/demo`, `s3://bucket/runs/demo`) into the
+/// store URL and the run id.
+pub fn split_run_uri(uri: &str) -> Result<(String, String)> {
+    let trimmed = uri.trim_end_matches('/');
+    let (store, run) = trimmed
+        .rsplit_once('/')
+        .filter(|(store, run)| !store.is_empty() && !run.is_empty() && !store.ends_with(':') && !store.ends_with(":/"))
+        .with_context(|| format!("run URI {uri:?} must be <store>/<run id>, e.g. runs/my-sweep or s3://bucket/runs/my-sweep"))?;
+    Ok((store.to_string(), run.to_string()))
+}
+
+/// Follows a run's progress with a bar until it ends; returns the last status.
+pub async fn follow(client: &mut Client, run_id: &str, show_bar: bool) -> Result<RunStatus> {
+    let mut stream = client
+        .watch_run(codesweep_proto::GetRunRequest { run_id: run_id.to_string() })
+        .await
+        .context("cannot watch the run")?
+        .into_inner();
+    let bar = if show_bar { ProgressBar::new(0) } else { ProgressBar::hidden() };
+    let style = ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} examples [{elapsed_precise}] {prefix}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let mut last = None;
+    while let Some(status) = stream.message().await.context("lost the coordinator while watching the run")? {
+        bar.set_length(status.examples_total);
+        bar.set_position(status.examples_done);
+        bar.set_message(format!("shards {}/{}", status.shards_done, status.shards_total));
+        let eta = if status.eta_seconds >= 0.0 { format!("eta {:.0}s", status.eta_seconds) } else { "eta –".into() };
+        let failed = if status.shards_failed > 0 { format!(", {} failed", status.shards_failed) } else { String::new() };
+        bar.set_prefix(format!("{:.1} ex/s, {eta}{failed}", status.examples_per_second));
+        last = Some(status);
+    }
+    bar.finish_and_clear();
+    last.context("the coordinator sent no status")
+}
+
+/// A one-line summary of a status.
+pub fn describe(status: &RunStatus) -> String {
+    let state = RunState::try_from(status.state).map(|s| s.as_str_name()).unwrap_or("UNKNOWN");
+    format!(
+        "run {}: {} — shards {}/{} done, {} running, {} failed; examples {}/{}; {:.1} ex/s; retries {}, lease expirations {}",
+        status.run_id,
+        state.trim_start_matches("RUN_STATE_").to_lowercase(),
+        status.shards_done,
+        status.shards_total,
+        status.shards_running,
+        status.shards_failed,
+        status.examples_done,
+        status.examples_total,
+        status.examples_per_second,
+        status.retries,
+        status.lease_expirations
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_uris_split_into_store_and_run() {
+        assert_eq!(split_run_uri("runs/demo").unwrap(), ("runs".into(), "demo".into()));
+        assert_eq!(split_run_uri("s3://b/runs/demo/").unwrap(), ("s3://b/runs".into(), "demo".into()));
+        assert_eq!(split_run_uri("file:///data/demo").unwrap(), ("file:///data".into(), "demo".into()));
+        assert!(split_run_uri("demo").is_err());
+        assert!(split_run_uri("s3://demo").is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! `codesweep status`, `codesweep report` and `codesweep rescore`: reading a run's progress and
+//! results.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use codesweep_coordinator::report::{build_report, scaling_svg, write_report, Report, Scoring};
+use codesweep_proto::GetRunRequest;
+use codesweep_store::RunStore;
+use codesweep_tasks::cceval::EditSimBackend;
+
+use crate::cluster::{describe, follow, runtime, split_run_uri, CoordinatorFlags};
+use crate::files::{output_dir, print_stdout, write_atomic};
+
+/// Arguments of `codesweep status`.
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// The run id.
+    run: String,
+    #[command(flatten)]
+    coordinator: CoordinatorFlags,
+    /// Follow progress until the run ends.
+    #[arg(long)]
+    watch: bool,
+}
+
+/// Prints a run's progress (once, or until it ends with --watch).
+pub fn status(args: StatusArgs) -> Result<()> {
+    runtime()?.block_on(async move {
+        let mut client = args.coordinator.connect().await?;
+        let status = if args.watch {
+            follow(&mut client, &args.run, true).await?
+        } else {
+            client
+                .get_run(GetRunRequest { run_id: args.run.clone() })
+                .await
+                .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+                .into_inner()
+        };
+        let mut text = describe(&status) + "\n";
+        for model in &status.models {
+            text.push_str(&format!("  {}: {}/{} shards, {} worker(s)\n", model.model, model.shards_done, model.shards_total, model.workers));
+        }
+        for failure in &status.failures {
+            text.push_str(&format!("  failed {} after {} attempt(s): {}\n", failure.shard_id, failure.attempts, failure.error));
+        }
+        print_stdout(&text)
+    })
+}
+
+/// Arguments of `codesweep report`.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// `<store>/<run id>`, e.g. `runs/my-sweep` or `s3://bucket/runs/my-sweep`.
+    run_uri: String,
+    /// Also write the report files into this local folder.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn write_local(dir: &std::path::Path, report: &Report) -> Result<()> {
+    output_dir(dir)?;
+    write_atomic(dir, "cceval.md", &report.markdown())?;
+    write_atomic(dir, "cceval.csv", &report.csv())?;
+    write_atomic(dir, "report.json", &(serde_json::to_string_pretty(&report.json())? + "\n"))?;
+    write_atomic(dir, "scaling.svg", &scaling_svg(report))?;
+    for (path, body) in report.exports() {
+        let target = dir.join(&path);
+        let parent = target.parent().context("export path has no folder")?;
+        output_dir(parent)?;
+        let name = target.file_name().context("export path has no name")?.to_string_lossy().to_string();
+        write_atomic(parent, &name, &body)?;
+    }
+    Ok(())
+}
+
+/// Merges a run's stored results into tables, writes them to the store (and `--out`), prints
+/// the Markdown table.
+pub fn report(args: ReportArgs) -> Result<()> {
+    let (store_url, run_id) = split_run_uri(&args.run_uri)?;
+    runtime()?.block_on(async move {
+        let store = RunStore::open(&store_url)?;
+        let report = build_report(&store, &run_id, Scoring::Stored).await?;
+        write_report(&store, &report).await?;
+        if let Some(dir) = &args.out {
+            write_local(dir, &report)?;
+        }
+        print_stdout(&report.markdown())
+    })
+}
+
+/// Arguments of `codesweep rescore`.
+#[derive(clap::Args)]
+pub struct RescoreArgs {
+    /// `<store>/<run id>`.
+    run_uri: String,
+    /// Edit similarity backend (default: the one the run used).
+    #[arg(long, value_parser = ["difflib", "levenshtein"])]
+    edit_sim: Option<String>,
+    /// Write the rescored report files here (the stored report is left as it is).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Scores every stored raw completion again with today's scoring code (no model, no GPU) and
+/// prints the tables. Official-format prediction files from other tools are scored with
+/// `codesweep score cceval`.
+pub fn rescore(args: RescoreArgs) -> Result<()> {
+    let (store_url, run_id) = split_run_uri(&args.run_uri)?;
+    let edit_sim = args.edit_sim.as_deref().map(|name| match name {
+        "levenshtein" => EditSimBackend::Levenshtein,
+        _ => EditSimBackend::Difflib,
+    });
+    runtime()?.block_on(async move {
+        let store = RunStore::open(&store_url)?;
+        let report = build_report(&store, &run_id, Scoring::Rescore(edit_sim)).await?;
+        if let Some(dir) = &args.out {
+            write_local(dir, &report)?;
+        }
+        print_stdout(&report.markdown())
+    })
+}

@@ -1,0 +1,134 @@
+//! `codesweep coordinator` and `codesweep worker`: the two long-running processes of a cluster.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
+use codesweep_worker::{run_worker, StopMode, WorkerConfig};
+
+use crate::cluster::{init_logging, read_token, runtime, stop_on_signals, CoordinatorFlags};
+
+/// Arguments of `codesweep coordinator`.
+#[derive(clap::Args)]
+pub struct CoordinatorArgs {
+    /// Address to listen on (`0.0.0.0:50051` in a cluster; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    listen: SocketAddr,
+    /// Store(s) whose unfinished runs are reloaded at start (repeatable).
+    #[arg(long)]
+    store: Vec<String>,
+    /// Environment variable holding the bearer token every RPC must carry (unset: no auth).
+    #[arg(long, default_value = "CODESWEEP_TOKEN")]
+    token_env: String,
+    /// Heartbeat interval told to workers, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    heartbeat_seconds: f64,
+    /// Exit once every run has ended and tell idle workers to exit too (batch jobs).
+    #[arg(long)]
+    exit_when_done: bool,
+    /// With --exit-when-done: a spec file (TOML/YAML/JSON) to submit at start.
+    #[arg(long)]
+    submit: Option<PathBuf>,
+}
+
+/// Runs the coordinator until SIGTERM / Ctrl-C (or, with --exit-when-done, until its runs end).
+pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
+    init_logging("info");
+    runtime()?.block_on(async move {
+        let options = CoordinatorOptions {
+            heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
+            exit_when_done: args.exit_when_done,
+        };
+        let service = CoordinatorService::new(options);
+        for store in &args.store {
+            let runs = service.recover(store).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+            tracing::info!(store = %store, runs = ?runs, "recovered runs from the store");
+        }
+        if let Some(path) = &args.submit {
+            let spec = codesweep_coordinator::spec::SweepSpec::load(path)?;
+            let answer = service.submit(&spec, false).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+            eprintln!("submitted run {} ({} shards, {} already done)", answer.run_id, answer.shards, answer.already_done);
+        }
+        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+        let address = listener.local_addr().context("no local address")?;
+        // The first line of stdout, for scripts and tests that start us on port 0.
+        println!("listening on http://{address}");
+        let token = read_token(&args.token_env);
+        let mut stop = stop_on_signals();
+        let watcher = service.clone();
+        let exit_when_done = args.exit_when_done;
+        let shutdown = async move {
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {
+                        if exit_when_done && watcher.all_finished() {
+                            // Let idle workers hear "shutdown" before the port closes.
+                            tokio::time::sleep(Duration::from_secs(2)).await;
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        serve(service, listener, token.as_deref(), shutdown).await.context("the gRPC server failed")?;
+        Ok(())
+    })
+}
+
+/// Arguments of `codesweep worker`.
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    coordinator: CoordinatorFlags,
+    /// Default device for local models: `cpu`, or `cuda:N` in a build with `--features cuda`.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// A name for logs (default: the host name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Where models given as object-store URLs are downloaded.
+    #[arg(long, default_value = "~/.cache/codesweep/models")]
+    model_cache: String,
+    /// Seconds to keep trying to reach the coordinator at start.
+    #[arg(long, default_value_t = 60.0)]
+    connect_timeout: f64,
+}
+
+/// The default worker name: `$HOSTNAME` (the pod name on Kubernetes) or "worker".
+pub fn default_worker_name() -> String {
+    std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "worker".into())
+}
+
+/// Expands a leading `~/`.
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Runs a worker until the coordinator says to stop or a signal arrives.
+pub fn worker(args: WorkerArgs) -> Result<()> {
+    init_logging("info");
+    runtime()?.block_on(async move {
+        let config = WorkerConfig {
+            coordinator: args.coordinator.coordinator.clone(),
+            token: args.coordinator.token(),
+            name: args.name.unwrap_or_else(default_worker_name),
+            device: args.device,
+            model_cache: expand_home(&args.model_cache),
+            connect_timeout: Duration::from_secs_f64(args.connect_timeout.max(0.0)),
+        };
+        let stop = stop_on_signals();
+        let report = run_worker(config, stop.clone()).await?;
+        let how = if *stop.borrow() == StopMode::Run { "no work left" } else { "stopped by signal" };
+        eprintln!(
+            "worker exiting ({how}): {} shards done, {} examples, {} failed attempts",
+            report.shards_done, report.examples, report.shards_failed
+        );
+        Ok(())
+    })
+}

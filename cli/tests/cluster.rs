@@ -1,0 +1,276 @@
+//! A real cluster on loopback: `codesweep coordinator` and `codesweep worker` processes over
+//! gRPC, a filesystem store, tiny models the test writes, and CrossCodeEval data in the official
+//! layout. The merged tables must equal those of a single-process `codesweep run`, survive a
+//! worker killed mid-shard, and agree with `codesweep score` on the exported predictions.
+
+#[path = "../../engine/tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use candle_core::quantized::GgmlDType;
+use serde_json::Value;
+
+const TOKEN: &str = "cluster-test-token";
+const EXAMPLES_PER_LANGUAGE: usize = 10;
+
+fn codesweep() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_codesweep"))
+}
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden")
+}
+
+/// The first golden examples with their official BM25 cross-file context, in the official
+/// data layout (the golden retrieval files keep only `metadata` and `crossfile_context`; the
+/// rest of each record is the golden example at the same position).
+fn write_data(dir: &Path) -> PathBuf {
+    let data = dir.join("data");
+    for language in ["python", "java"] {
+        let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
+        let examples = read(golden().join("cceval").join(language).join("examples.jsonl"));
+        let contexts = read(golden().join("retrieval").join(language).join("line_completion_rg1_bm25.jsonl"));
+        let lines: Vec<String> = examples
+            .lines()
+            .zip(contexts.lines())
+            .take(EXAMPLES_PER_LANGUAGE)
+            .map(|(example, context)| {
+                let mut record: Value = serde_json::from_str(example).unwrap();
+                let context: Value = serde_json::from_str(context).unwrap();
+                assert_eq!(record["metadata"]["task_id"], context["metadata"]["task_id"]);
+                record["crossfile_context"] = context["crossfile_context"].clone();
+                record.to_string()
+            })
+            .collect();
+        std::fs::create_dir_all(data.join(language)).unwrap();
+        std::fs::write(data.join(language).join("line_completion_rg1_bm25.jsonl"), lines.join("\n") + "\n").unwrap();
+    }
+    data
+}
+
+fn write_models(dir: &Path) -> (PathBuf, PathBuf) {
+    let tokenizer = common::trained_tokenizer_json(400);
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    (
+        common::write_gguf(&a, common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer),
+        common::write_gguf(&b, common::Arch::Llama, GgmlDType::Q8_0, &tokenizer),
+    )
+}
+
+fn write_spec(dir: &Path, name: &str, store: &Path, data: &Path, models: &(PathBuf, PathBuf)) -> PathBuf {
+    let spec = format!(
+        r#"[run]
+name = "{name}"
+store = "{store}"
+shard_size = 4
+lease_ttl_seconds = 2.0
+retry_backoff_seconds = 0.1
+
+[[models]]
+name = "tiny-qwen2"
+path = "{a}"
+parameters = 1e6
+
+[[models]]
+name = "tiny-llama"
+path = "{b}"
+parameters = 2e6
+
+[generation]
+max_new_tokens = 8
+batch_size = 3
+model_max_tokens = 400
+crossfile_max_tokens = 120
+buffer = 16
+
+[cceval]
+data_dir = "{data}"
+"#,
+        store = store.display(),
+        a = models.0.display(),
+        b = models.1.display(),
+        data = data.display()
+    );
+    let path = dir.join(format!("{name}-{}.toml", store.file_name().unwrap().to_string_lossy()));
+    std::fs::write(&path, spec).unwrap();
+    path
+}
+
+/// A child process that is killed when dropped, so a failing test leaves nothing behind.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_coordinator(spec: &Path, store: &Path) -> (Guard, String) {
+    let mut child = codesweep()
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--heartbeat-seconds", "0.2", "--exit-when-done"])
+        .args(["--store", store.to_str().unwrap(), "--submit", spec.to_str().unwrap()])
+        .env("CODESWEEP_TOKEN", TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let address = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_string();
+    (Guard(child), address)
+}
+
+fn start_worker(address: &str, name: &str) -> Guard {
+    Guard(
+        codesweep()
+            .args(["worker", "--coordinator", address, "--name", name])
+            .env("CODESWEEP_TOKEN", TOKEN)
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .unwrap(),
+    )
+}
+
+fn status(address: &str, run: &str) -> String {
+    let out = codesweep().args(["status", run, "--coordinator", address]).env("CODESWEEP_TOKEN", TOKEN).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn wait_for(child: &mut Guard, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "process did not finish within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn report_cells(store: &Path, run: &str) -> Vec<Value> {
+    let out = codesweep().args(["report", &format!("{}/{run}", store.display())]).output().unwrap();
+    assert!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(store.join(run).join("report/report.json")).unwrap()).unwrap();
+    json["cceval"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let models = write_models(dir.path());
+
+    // Reference: everything in one process with one worker.
+    let single_store = dir.path().join("single");
+    let single_spec = write_spec(dir.path(), "sweep", &single_store, &data, &models);
+    let out = codesweep().args(["run", single_spec.to_str().unwrap(), "--workers", "1", "--quiet"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "run failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("| tiny-qwen2 | In-file |") && stdout.contains("Retrieval (bm25)"), "{stdout}");
+    let single = report_cells(&single_store, "sweep");
+    // 2 models × 2 languages × (in_file, rg1_bm25), every example scored.
+    assert_eq!(single.len(), 8);
+    for cell in &single {
+        assert_eq!(cell["examples"], EXAMPLES_PER_LANGUAGE, "{cell}");
+        assert_eq!(cell["results"]["total"], EXAMPLES_PER_LANGUAGE, "{cell}");
+    }
+
+    // The cluster: a coordinator process, one worker killed while it holds a lease, then three.
+    let cluster_store = dir.path().join("cluster");
+    let cluster_spec = write_spec(dir.path(), "sweep", &cluster_store, &data, &models);
+    let (mut coordinator, address) = start_coordinator(&cluster_spec, &cluster_store);
+    let mut doomed = start_worker(&address, "doomed");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !status(&address, "sweep").contains("1 running") {
+        assert!(Instant::now() < deadline, "the first worker never leased a shard: {}", status(&address, "sweep"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    doomed.0.kill().unwrap();
+    let mut workers: Vec<Guard> = (0..3).map(|i| start_worker(&address, &format!("w{i}"))).collect();
+    let final_status = {
+        // Poll until done, keeping the last status for the lease-expiration check.
+        let deadline = Instant::now() + Duration::from_secs(240);
+        loop {
+            let text = status(&address, "sweep");
+            if text.contains(": succeeded") || text.contains("failed —") {
+                break text;
+            }
+            assert!(Instant::now() < deadline, "cluster run did not finish: {text}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    assert!(final_status.contains("succeeded"), "{final_status}");
+    assert!(!final_status.contains("lease expirations 0"), "the killed worker's lease never expired: {final_status}");
+    for worker in &mut workers {
+        assert!(wait_for(worker, Duration::from_secs(30)).success(), "a worker did not exit cleanly");
+    }
+    assert!(wait_for(&mut coordinator, Duration::from_secs(30)).success(), "the coordinator did not exit when done");
+
+    let cluster = report_cells(&cluster_store, "sweep");
+    assert_eq!(cluster, single, "cluster tables differ from the single-process run");
+    for (language, setting) in [("python", "in_file"), ("java", "rg1_bm25")] {
+        let rel = format!("sweep/report/exports/cceval/tiny-qwen2/{language}/{setting}/prediction.jsonl");
+        let (a, b) = (std::fs::read_to_string(single_store.join(&rel)).unwrap(), std::fs::read_to_string(cluster_store.join(&rel)).unwrap());
+        assert_eq!(a, b, "{rel}");
+        // One scoring path: the official-format export scored by `codesweep score` gives the report's numbers.
+        let scored = dir.path().join(format!("scored-{language}-{setting}"));
+        let out = codesweep()
+            .args(["score", "cceval", "--language", language, "--out", scored.to_str().unwrap()])
+            .args(["--examples", data.join(language).join("line_completion_rg1_bm25.jsonl").to_str().unwrap()])
+            .args(["--predictions", cluster_store.join(&rel).to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "score failed: {}", String::from_utf8_lossy(&out.stderr));
+        let results: Value = serde_json::from_str(&std::fs::read_to_string(scored.join("results.json")).unwrap()).unwrap();
+        let cell = cluster.iter().find(|c| c["model"] == "tiny-qwen2" && c["language"] == language && c["setting"] == setting).unwrap();
+        assert_eq!(cell["results"], results, "{language}/{setting}");
+    }
+
+    // Rescoring the stored raw completions reproduces the stored metrics.
+    let out = codesweep().args(["rescore", &format!("{}/sweep", cluster_store.display()), "--out", dir.path().join("rescored").to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "rescore failed: {}", String::from_utf8_lossy(&out.stderr));
+    let rescored: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("rescored/report.json")).unwrap()).unwrap();
+    assert_eq!(rescored["cceval"].as_array().unwrap(), &cluster);
+
+    // Running the finished sweep again redoes nothing.
+    let out = codesweep().args(["run", single_spec.to_str().unwrap(), "--quiet"]).output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("(24 already done)") && stderr.contains("single"), "{stderr}");
+}
+
+#[test]
+fn a_wrong_token_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let models = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "auth", &store, &data, &models);
+    let (_coordinator, address) = start_coordinator(&spec, &store);
+    let out = codesweep().args(["status", "auth", "--coordinator", &address]).env("CODESWEEP_TOKEN", "wrong").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bearer token"), "{stderr}");
+    assert!(!stderr.contains(TOKEN));
+    let ok = status(&address, "auth");
+    assert!(ok.contains("run auth: running"), "{ok}");
+}
+
+#[test]
+fn invalid_specs_fail_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bad.toml");
+    std::fs::write(&spec, "[run]\nname = \"x\"\nshard_size = 0\n[[models]]\nname = \"m\"\npath = \"/m.gguf\"\n[cceval]\ndata_dir = \"/nonexistent\"\n").unwrap();
+    let out = codesweep().args(["run", spec.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.toml") && stderr.contains("`run.shard_size`"), "{stderr}");
+    assert!(!dir.path().join("runs").exists(), "nothing may be written for an invalid spec");
+}

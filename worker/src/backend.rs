@@ -1,0 +1,63 @@
+//! The model a worker runs: a local model on the engine, or an OpenAI-compatible endpoint.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use codesweep_engine::http::{Endpoint, HttpBackend};
+use codesweep_engine::{Completion, GenerateOptions, Generation, Generator, Model, Request, TextTokenizer};
+use codesweep_store::records::ModelSpec;
+
+use crate::error::WorkerError;
+
+/// A loaded model, ready to generate.
+#[derive(Clone)]
+pub enum Backend {
+    /// Weights in this process.
+    Local(Arc<Model>),
+    /// A server that completes prompts (vLLM, TGI, llama.cpp, `codesweep serve`, hosted APIs).
+    Http(HttpBackend),
+}
+
+impl Backend {
+    /// Loads `spec`'s model from `local_path` (the model's path, downloaded if it was a URL), or
+    /// connects to its endpoint. Blocking: call it off the async runtime.
+    pub fn load(spec: &ModelSpec, local_path: Option<&Path>, default_device: &str) -> Result<Self, WorkerError> {
+        let engine = |source| WorkerError::Engine { model: spec.name.clone(), source };
+        if let Some(endpoint) = &spec.endpoint {
+            let api_model = spec.api_model.as_deref().unwrap_or(&spec.name);
+            let backend = HttpBackend::new(endpoint, api_model, Endpoint::Completions, spec.api_key_env.as_deref());
+            return Ok(Backend::Http(backend));
+        }
+        let path = local_path.ok_or_else(|| WorkerError::Input {
+            key: spec.name.clone(),
+            message: "the model has neither a path nor an endpoint".into(),
+        })?;
+        let device = codesweep_engine::parse_device(spec.device.as_deref().unwrap_or(default_device)).map_err(engine)?;
+        let dtype = spec.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose().map_err(engine)?;
+        let model = Model::load(path, &device, dtype).map_err(engine)?;
+        Ok(Backend::Local(Arc::new(model)))
+    }
+
+    /// The tokenizer for prompt budgets; endpoints have none here.
+    pub fn tokenizer(&self) -> Option<&TextTokenizer> {
+        match self {
+            Backend::Local(model) => Some(&model.tokenizer),
+            Backend::Http(_) => None,
+        }
+    }
+
+    /// Completes `requests`; `on_done` sees each completion as it finishes.
+    pub fn generate(
+        &self,
+        model_name: &str,
+        requests: &[Request],
+        options: GenerateOptions,
+        on_done: impl FnMut(&Completion) + Send,
+    ) -> Result<Generation, WorkerError> {
+        let engine = |source| WorkerError::Engine { model: model_name.to_string(), source };
+        match self {
+            Backend::Local(model) => Generator::new(model, options).generate(requests, on_done).map_err(engine),
+            Backend::Http(http) => http.generate(requests, on_done).map_err(engine),
+        }
+    }
+}

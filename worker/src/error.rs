@@ -1,0 +1,35 @@
+//! Why a shard or the worker itself failed, and whether trying again can help.
+
+/// A worker failure.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The shard input is invalid: retrying will not help.
+    #[error("shard input {key}: {message}")]
+    Input { key: String, message: String },
+    /// The model could not be loaded or run.
+    #[error("model {model}: {source}")]
+    Engine { model: String, source: codesweep_engine::EngineError },
+    /// The store failed (possibly transient).
+    #[error(transparent)]
+    Store(#[from] codesweep_store::StoreError),
+    /// The coordinator could not be reached or refused a call.
+    #[error("coordinator {address}: {message}")]
+    Rpc { address: String, message: String },
+    /// The run was cancelled or the lease lost while the shard ran.
+    #[error("shard stopped: {0}")]
+    Stopped(String),
+}
+
+impl WorkerError {
+    /// Whether another attempt (maybe on another worker) could succeed.
+    pub fn retryable(&self) -> bool {
+        match self {
+            WorkerError::Input { .. } => false,
+            WorkerError::Engine { source, .. } => !matches!(
+                source,
+                codesweep_engine::EngineError::UnsupportedArchitecture { .. }
+            ),
+            _ => true,
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The lease loop: register, lease, heartbeat while running, write the result once, report.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codesweep_proto::auth::AttachToken;
+use codesweep_proto::coordinator_client::CoordinatorClient;
+use codesweep_proto::{
+    CompleteShardRequest, FailShardRequest, HeartbeatRequest, Lease, LeaseShardRequest, RegisterWorkerRequest,
+    ShardStats,
+};
+use codesweep_store::records::{self, Benchmark, ExampleResult, ModelSpec, ResultHeader, ShardHeader};
+use codesweep_store::{RunStore, WriteOutcome};
+use serde_json::Value;
+use tokio::sync::watch;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+use crate::backend::Backend;
+use crate::cceval::run_cceval_shard;
+use crate::error::WorkerError;
+
+type Client = CoordinatorClient<InterceptedService<Channel, AttachToken>>;
+
+/// How a worker is set up.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The coordinator's address, e.g. `http://127.0.0.1:50051`.
+    pub coordinator: String,
+    /// Bearer token for the coordinator, if it requires one.
+    pub token: Option<String>,
+    /// A name for logs (host or pod name).
+    pub name: String,
+    /// Default device for local models (`cpu`, `cuda:N`).
+    pub device: String,
+    /// Where models given as URLs are downloaded.
+    pub model_cache: PathBuf,
+    /// How long to keep trying to reach the coordinator at start.
+    pub connect_timeout: Duration,
+}
+
+/// What a worker did before it exited.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Shards whose results this worker wrote.
+    pub shards_done: usize,
+    /// Attempts that failed.
+    pub shards_failed: usize,
+    /// Examples in the shards it finished.
+    pub examples: usize,
+}
+
+/// Shared between a running shard and its heartbeat task: progress one way, stop the other.
+#[derive(Debug, Default)]
+pub struct ShardControl {
+    /// Examples generated so far.
+    pub examples_done: AtomicU64,
+    /// Tokens generated so far.
+    pub generated_tokens: AtomicU64,
+    stop: Mutex<Option<String>>,
+}
+
+impl ShardControl {
+    /// Asks the shard to stop at its next check.
+    pub fn request_stop(&self, reason: &str) {
+        if let Ok(mut stop) = self.stop.lock() {
+            stop.get_or_insert_with(|| reason.to_string());
+        }
+    }
+
+    /// Why the shard should stop, if it should.
+    pub fn stop_reason(&self) -> Option<String> {
+        self.stop.lock().ok().and_then(|s| s.clone())
+    }
+}
+
+/// How a worker is asked to stop (a watch channel's value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StopMode {
+    /// Keep working.
+    Run,
+    /// Finish the shard in hand, lease no more (first SIGTERM / Ctrl-C).
+    Drain,
+    /// Release the shard in hand and exit (second signal).
+    Now,
+}
+
+fn rpc(config: &WorkerConfig) -> impl Fn(tonic::Status) -> WorkerError + '_ {
+    |status| WorkerError::Rpc { address: config.coordinator.clone(), message: status.message().to_string() }
+}
+
+async fn connect(config: &WorkerConfig) -> Result<Client, WorkerError> {
+    let fail = |message: String| WorkerError::Rpc { address: config.coordinator.clone(), message };
+    let endpoint = Channel::from_shared(config.coordinator.clone()).map_err(|e| fail(e.to_string()))?;
+    let interceptor = AttachToken::new(config.token.as_deref()).map_err(|s| fail(s.message().to_string()))?;
+    let deadline = Instant::now() + config.connect_timeout;
+    loop {
+        match endpoint.connect().await {
+            Ok(channel) => return Ok(CoordinatorClient::with_interceptor(channel, interceptor)),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(fail(format!("cannot connect: {e}; is `codesweep coordinator` running there?")))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+struct Loaded {
+    name: String,
+    backend: Backend,
+}
+
+/// Runs the lease loop until the coordinator says to shut down or `stop` leaves `Run`.
+pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -> Result<WorkerReport, WorkerError> {
+    let mut client = connect(&config).await?;
+    let registered = client
+        .register_worker(RegisterWorkerRequest { name: config.name.clone(), device: config.device.clone() })
+        .await
+        .map_err(rpc(&config))?
+        .into_inner();
+    let worker_id = registered.worker_id;
+    let heartbeat = Duration::from_millis(registered.heartbeat_interval_ms.max(50));
+    tracing::info!(worker = %worker_id, coordinator = %config.coordinator, "registered");
+    let mut report = WorkerReport::default();
+    let mut loaded: Option<Loaded> = None;
+    let mut stores: HashMap<String, RunStore> = HashMap::new();
+    let mut stop_rx = stop.clone();
+    while *stop.borrow() == StopMode::Run {
+        let loaded_model = loaded.as_ref().map(|l| l.name.clone()).unwrap_or_default();
+        let answer = client
+            .lease_shard(LeaseShardRequest { worker_id: worker_id.clone(), loaded_model })
+            .await
+            .map_err(rpc(&config))?
+            .into_inner();
+        let Some(lease) = answer.lease else {
+            if answer.shutdown {
+                break;
+            }
+            let wait = Duration::from_millis(answer.retry_after_ms.max(20));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop_rx.changed() => {}
+            }
+            continue;
+        };
+        let store = match stores.get(&lease.store_url) {
+            Some(store) => store.clone(),
+            None => {
+                let store = RunStore::open(&lease.store_url)?;
+                stores.insert(lease.store_url.clone(), store.clone());
+                store
+            }
+        };
+        let control = Arc::new(ShardControl::default());
+        let beats = tokio::spawn(heartbeats(client.clone(), worker_id.clone(), lease.lease_id.clone(), control.clone(), heartbeat, stop.clone()));
+        let outcome = run_lease(&config, &store, &lease, &mut loaded, &worker_id, &control).await;
+        beats.abort();
+        match outcome {
+            Ok(stats) => {
+                let answer = client
+                    .complete_shard(CompleteShardRequest {
+                        worker_id: worker_id.clone(),
+                        lease_id: lease.lease_id.clone(),
+                        stats: Some(stats),
+                        run_id: lease.run_id.clone(),
+                        shard_id: lease.shard_id.clone(),
+                    })
+                    .await
+                    .map_err(rpc(&config))?
+                    .into_inner();
+                if answer.accepted {
+                    report.shards_done += 1;
+                    report.examples += stats.examples as usize;
+                }
+                tracing::info!(shard = %lease.shard_id, examples = stats.examples, seconds = stats.seconds, "shard done");
+            }
+            Err(error) => {
+                let release = *stop.borrow() == StopMode::Now;
+                if !release {
+                    report.shards_failed += 1;
+                }
+                tracing::warn!(shard = %lease.shard_id, %error, release, "shard not finished");
+                client
+                    .fail_shard(FailShardRequest {
+                        worker_id: worker_id.clone(),
+                        lease_id: lease.lease_id.clone(),
+                        error: error.to_string(),
+                        retryable: error.retryable(),
+                        release,
+                    })
+                    .await
+                    .map_err(rpc(&config))?;
+            }
+        }
+    }
+    Ok(report)
+}
+
+async fn heartbeats(
+    mut client: Client,
+    worker_id: String,
+    lease_id: String,
+    control: Arc<ShardControl>,
+    every: Duration,
+    mut stop: watch::Receiver<StopMode>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => {}
+        }
+        if *stop.borrow() == StopMode::Now {
+            control.request_stop("the worker is stopping");
+        }
+        let request = HeartbeatRequest {
+            worker_id: worker_id.clone(),
+            lease_id: lease_id.clone(),
+            examples_done: control.examples_done.load(Ordering::Relaxed),
+            examples_total: 0,
+            generated_tokens: control.generated_tokens.load(Ordering::Relaxed),
+        };
+        match client.heartbeat(request).await {
+            Ok(answer) => {
+                let answer = answer.into_inner();
+                if answer.cancel {
+                    control.request_stop("the run was cancelled");
+                } else if !answer.lease_valid {
+                    control.request_stop("the lease was lost (expired and given to another worker)");
+                }
+            }
+            // A missed heartbeat is not fatal; the lease survives until its TTL.
+            Err(status) => tracing::warn!(%status, "heartbeat failed"),
+        }
+    }
+}
+
+async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: &ModelSpec) -> Result<Backend, WorkerError> {
+    if let Some(l) = loaded.as_ref().filter(|l| l.name == spec.name) {
+        return Ok(l.backend.clone());
+    }
+    // Free the old model before loading the next.
+    *loaded = None;
+    let local = match &spec.path {
+        Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(&spec.name)).await?),
+        None => None,
+    };
+    let started = Instant::now();
+    let (spec_owned, device) = (spec.clone(), config.device.clone());
+    let backend = tokio::task::spawn_blocking(move || Backend::load(&spec_owned, local.as_deref(), &device))
+        .await
+        .map_err(|e| WorkerError::Stopped(format!("model loading panicked: {e}")))??;
+    tracing::info!(model = %spec.name, seconds = started.elapsed().as_secs_f64(), "model loaded");
+    *loaded = Some(Loaded { name: spec.name.clone(), backend: backend.clone() });
+    Ok(backend)
+}
+
+async fn run_lease(
+    config: &WorkerConfig,
+    store: &RunStore,
+    lease: &Lease,
+    loaded: &mut Option<Loaded>,
+    worker_id: &str,
+    control: &Arc<ShardControl>,
+) -> Result<ShardStats, WorkerError> {
+    let key = lease.input_key.clone();
+    let text = store
+        .get_text(&key)
+        .await?
+        .ok_or_else(|| WorkerError::Input { key: key.clone(), message: "the shard input object does not exist".into() })?;
+    let (header, examples): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
+    let backend = ensure_model(config, loaded, &header.model).await?;
+    let (job_header, job_control, job_key) = (header.clone(), control.clone(), key.clone());
+    let (results, totals) = tokio::task::spawn_blocking(move || match job_header.benchmark {
+        Benchmark::Cceval => run_cceval_shard(&backend, &job_key, &job_header, &examples, &job_control),
+        Benchmark::Repoqa => Err(WorkerError::Input { key: job_key.clone(), message: "RepoQA shards are not supported by this worker".into() }),
+    })
+    .await
+    .map_err(|e| WorkerError::Stopped(format!("shard execution panicked: {e}")))??;
+    if let Some(reason) = control.stop_reason() {
+        return Err(WorkerError::Stopped(reason));
+    }
+    let stats = ShardStats {
+        examples: totals.examples as u64,
+        prompt_tokens: totals.prompt_tokens,
+        generated_tokens: totals.generated_tokens,
+        seconds: totals.seconds,
+    };
+    let result_header = ResultHeader { shard: header, worker: format!("{}/{worker_id}", config.name), attempt: lease.attempt, totals };
+    let body = records::encode::<ResultHeader, ExampleResult>(&result_header, &results)
+        .map_err(|e| WorkerError::Input { key: key.clone(), message: e.to_string() })?;
+    if store.put_once(&lease.result_key, body).await? == WriteOutcome::AlreadyExists {
+        tracing::info!(shard = %lease.shard_id, "result already written by another attempt; keeping it");
+    }
+    Ok(stats)
+}

@@ -1,0 +1,17 @@
+//! codesweep-worker: the loop that turns leased shards into result objects.
+//!
+//! A worker registers with the coordinator, leases shards (preferring the model it has
+//! loaded), renews the lease with heartbeats that carry progress while it runs the model,
+//! scores every example with the same `tasks` functions `codesweep score` uses, and creates
+//! the shard's result object once. On shutdown it finishes the shard in hand, or releases it
+//! when told to stop at once.
+
+mod backend;
+mod cceval;
+mod error;
+mod lease_loop;
+
+pub use backend::Backend;
+pub use cceval::run_cceval_shard;
+pub use error::WorkerError;
+pub use lease_loop::{run_worker, ShardControl, StopMode, WorkerConfig, WorkerReport};
