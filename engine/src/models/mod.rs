@@ -150,7 +150,7 @@ fn json_ids(v: Option<&serde_json::Value>) -> Vec<u32> {
 }
 
 /// `model.safetensors`, or the shards named by `model.safetensors.index.json`.
-fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let index = dir.join("model.safetensors.index.json");
     if index.exists() {
         let text = std::fs::read_to_string(&index).map_err(|source| EngineError::Io { path: index.clone(), source })?;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod encoder;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
