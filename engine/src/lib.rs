@@ -6,6 +6,7 @@
 //! with BERT-family encoders for dense retrieval. It knows nothing of benchmarks: stop rules and
 //! prompts come from the caller.
 
+pub mod chat;
 pub mod config;
 pub mod embed;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod prompt;
 pub mod tokenizer;
 pub mod weights;
 
+pub use chat::{ChatMessage, ChatTemplate};
 pub use config::{Architecture, ModelConfig};
 pub use embed::{Embedder, EmbedderOptions, Embeddings};
 pub use error::{EngineError, Result};
