@@ -80,6 +80,12 @@ fn dir_name(path: &Path) -> String {
 /// Runs the server until the process is stopped.
 pub fn run(args: Args) -> Result<()> {
     let encoder_only = is_encoder_dir(&args.model.model);
+    if encoder_only && args.embedder.is_some() {
+        anyhow::bail!(
+            "--model {} is itself an encoder (BERT/RoBERTa), so the server embeds with it; drop --embedder, or give a generator as --model",
+            args.model.model.display()
+        );
+    }
     let embedder_dir = if encoder_only { Some(args.model.model.clone()) } else { args.embedder.clone() };
     let embedder = match &embedder_dir {
         Some(dir) => {
