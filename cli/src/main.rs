@@ -45,7 +45,8 @@ enum Command {
     Score(ScoreCommand),
     /// Complete a JSONL file of prompts with a local model (GGUF or Hugging Face directory).
     Generate(generate::Args),
-    /// Serve a local model over a minimal OpenAI-compatible API (POST /v1/completions).
+    /// Serve a local model over a minimal OpenAI-compatible API (completions, chat completions,
+    /// embeddings).
     Serve(serve::Args),
     /// Retrieve cross-file context for CrossCodeEval examples exactly as the official prompt
     /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF or Jaccard.

@@ -1,5 +1,6 @@
-//! `codesweep generate` and `codesweep serve` as a user runs them, on a tiny real model the test
-//! writes; the HTTP backend talks to a real `codesweep serve` process over loopback.
+//! `codesweep generate` and `codesweep serve` as a user runs them, on tiny real models the tests
+//! write; the HTTP backend talks to a real `codesweep serve` process over loopback (completions,
+//! chat, embeddings), and through a real flaky HTTP proxy for its retries.
 
 #[path = "../../engine/tests/common/mod.rs"]
 mod common;
@@ -7,6 +8,9 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
@@ -169,4 +173,173 @@ fn serve_rejects_missing_or_wrong_keys() {
     let right = HttpBackend::new(&server.url, "tiny", Endpoint::Completions, Some("CODESWEEP_RIGHT_KEY"));
     assert!(!format!("{right:?}").contains("s3cret"));
     assert_eq!(right.generate(&req, |_| {}).unwrap().completions.len(), 1);
+}
+
+fn texts_to_embed() -> Vec<String> {
+    let mut t = common::code_prompts();
+    t.push("fn main() {}".into());
+    t.push(common::code_corpus()[6].chars().take(1500).collect());
+    t
+}
+
+#[test]
+fn serve_embeddings_equal_the_local_embedder() {
+    use common::encoder::{self as enc, EncoderArch};
+    use codesweep_engine::{Embedder, EmbedderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let texts = texts_to_embed();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+
+    // An encoder as --model: the server embeds only.
+    let bert = enc::write_encoder(dir.path(), EncoderArch::Bert, &enc::wordpiece_tokenizer_json(400));
+    let server = serve(&bert, &[], &[]);
+    let mut backend = HttpBackend::new(&server.url, "tiny", Endpoint::Completions, None);
+    backend.max_retries = 0;
+    let remote = backend.embed(&refs).unwrap();
+    let local = Embedder::load(&bert, &Device::Cpu, EmbedderOptions::default()).unwrap().embed(&refs).unwrap();
+    assert_eq!(remote, local, "embeddings must survive JSON exactly");
+    let err = backend.generate(&[Request::greedy("c", "def f(", 3)], |_| {}).unwrap_err().to_string();
+    assert!(err.contains("HTTP 400") && err.contains("/v1/embeddings"), "{err}");
+
+    // A generator with --embedder beside it, normalised and truncated embeddings.
+    let roberta = enc::write_encoder(dir.path(), EncoderArch::Roberta, &enc::roberta_tokenizer_json(400));
+    let model = tiny_model(dir.path());
+    let extra = ["--embedder", roberta.to_str().unwrap(), "--normalize-embeddings", "--embed-max-length", "16", "--embed-batch-size", "3"];
+    let server = serve(&model, &extra, &[]);
+    let mut backend = HttpBackend::new(&server.url, "tiny", Endpoint::Completions, None);
+    backend.max_retries = 0;
+    let options = EmbedderOptions { max_length: 16, batch_size: 5, normalize: true, dtype: None };
+    let local = Embedder::load(&roberta, &Device::Cpu, options).unwrap().embed(&refs).unwrap();
+    let remote = backend.embed(&refs).unwrap();
+    assert_eq!(remote.len(), local.len());
+    for (r, l) in remote.iter().zip(&local) {
+        let d = r.iter().zip(l).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        // Different batch sizes on each side: equal up to float reassociation.
+        assert!(d <= 1e-5, "remote and local differ by {d}");
+    }
+    assert_eq!(backend.generate(&[Request::greedy("c", "def f(", 3)], |_| {}).unwrap().completions.len(), 1);
+    // This model has no chat template: chat is refused with a reason.
+    let mut chat = HttpBackend::new(&server.url, "tiny", Endpoint::Chat, None);
+    chat.max_retries = 0;
+    let err = chat.generate(&[Request::greedy("c", "hi", 3)], |_| {}).unwrap_err().to_string();
+    assert!(err.contains("HTTP 400") && err.contains("no chat template"), "{err}");
+}
+
+/// A ChatML template in Qwen2.5's shape, with its own default system message.
+const CHATML: &str = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou write code.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+#[test]
+fn chat_completions_equal_local_generation_on_the_chatml_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokenizer = common::trained_tokenizer_json(400);
+    let model = common::write_gguf_chat(dir.path(), common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer, CHATML);
+    let server = serve(&model, &["--batch-size", "3"], &[]);
+    let prompts = common::code_prompts();
+    let requests: Vec<Request> = prompts.iter().enumerate().map(|(i, p)| Request::greedy(format!("c{i}"), p.clone(), 8)).collect();
+    let backend = HttpBackend::new(&server.url, "tiny", Endpoint::Chat, None);
+    let remote = backend.generate(&requests, |_| {}).unwrap();
+    let local = Model::load(&model, &Device::Cpu, None).unwrap();
+    // The ChatML prompt, written out by hand.
+    let formatted: Vec<Request> = requests
+        .iter()
+        .map(|r| Request {
+            prompt: format!("<|im_start|>system\nYou write code.<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n", r.prompt),
+            ..r.clone()
+        })
+        .collect();
+    assert_eq!(local.tokenizer.tokenize("<|im_start|>").unwrap().len(), 1, "ChatML markers are single tokens");
+    let expected = Generator::new(&local, GenerateOptions::default()).generate(&formatted, |_| {}).unwrap();
+    assert_eq!(remote.completions.len(), expected.completions.len());
+    assert!(expected.completions.iter().any(|c| !c.text.is_empty()));
+    for (r, e) in remote.completions.iter().zip(&expected.completions) {
+        assert_eq!(r.text, e.text, "request {}", e.id);
+        assert_eq!(r.prompt_tokens, e.prompt_tokens);
+        assert!((r.mean_logprob - e.mean_logprob).abs() < 1e-9, "{} vs {}", r.mean_logprob, e.mean_logprob);
+    }
+
+    // A template that is not ChatML is refused with a clear 400.
+    let llama2 = common::write_gguf_chat(dir.path(), common::Arch::Llama, GgmlDType::Q8_0, &tokenizer, "{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}");
+    let server = serve(&llama2, &[], &[]);
+    let mut chat = HttpBackend::new(&server.url, "tiny", Endpoint::Chat, None);
+    chat.max_retries = 0;
+    let err = chat.generate(&requests[..1], |_| {}).unwrap_err().to_string();
+    assert!(err.contains("HTTP 400") && err.contains("not ChatML"), "{err}");
+}
+
+/// A real HTTP server in front of `upstream` that answers the first requests with the given
+/// statuses and forwards the rest, counting every attempt.
+struct FlakyProxy {
+    server: Arc<tiny_http::Server>,
+    url: String,
+    attempts: Arc<AtomicUsize>,
+}
+
+impl Drop for FlakyProxy {
+    fn drop(&mut self) {
+        self.server.unblock();
+    }
+}
+
+fn flaky_proxy(upstream: &str, failures: Vec<u16>) -> FlakyProxy {
+    let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+    let url = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let (s, a, upstream) = (server.clone(), attempts.clone(), upstream.trim_end_matches("/v1").to_string());
+    std::thread::spawn(move || {
+        while let Ok(mut rq) = s.recv() {
+            let n = a.fetch_add(1, Ordering::SeqCst);
+            let mut body = String::new();
+            rq.as_reader().read_to_string(&mut body).unwrap();
+            let (status, text) = match failures.get(n) {
+                Some(&status) => (status, format!("{{\"error\": {{\"message\": \"injected {status}\"}}}}")),
+                None => {
+                    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+                    let mut resp = agent.post(&format!("{upstream}{}", rq.url())).header("content-type", "application/json").send(body.as_bytes()).unwrap();
+                    (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap())
+                }
+            };
+            let _ = rq.respond(tiny_http::Response::from_string(text).with_status_code(status));
+        }
+    });
+    FlakyProxy { server, url, attempts }
+}
+
+#[test]
+fn http_backend_retries_429_and_5xx_with_backoff_but_not_400() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_model(dir.path());
+    let server = serve(&model, &[], &[]);
+    let req = [Request::greedy("r", "fn retry_me(", 6)];
+    let direct = HttpBackend::new(&server.url, "tiny", Endpoint::Completions, None).generate(&req, |_| {}).unwrap();
+    let backend = |url: &str, retries: u32| {
+        let mut b = HttpBackend::new(url, "tiny", Endpoint::Completions, None);
+        b.max_retries = retries;
+        b.backoff = Duration::from_millis(60);
+        b
+    };
+
+    // 503 twice, then the real server: three attempts, 60 + 120 ms of backoff, the same answer.
+    let proxy = flaky_proxy(&server.url, vec![503, 503]);
+    let started = Instant::now();
+    let got = backend(&proxy.url, 3).generate(&req, |_| {}).unwrap();
+    assert_eq!(proxy.attempts.load(Ordering::SeqCst), 3);
+    assert!(started.elapsed() >= Duration::from_millis(180), "backoff too short: {:?}", started.elapsed());
+    assert_eq!(got.completions[0].text, direct.completions[0].text);
+
+    // 429 is retried like a 5xx.
+    let proxy = flaky_proxy(&server.url, vec![429]);
+    assert_eq!(backend(&proxy.url, 3).generate(&req, |_| {}).unwrap().completions[0].text, direct.completions[0].text);
+    assert_eq!(proxy.attempts.load(Ordering::SeqCst), 2);
+
+    // Out of retries: the error says how many attempts and what the last one got.
+    let proxy = flaky_proxy(&server.url, vec![502, 503, 500]);
+    let err = backend(&proxy.url, 1).generate(&req, |_| {}).unwrap_err().to_string();
+    assert!(err.contains("gave up after 2 attempts") && err.contains("HTTP 503"), "{err}");
+    assert_eq!(proxy.attempts.load(Ordering::SeqCst), 2);
+
+    // A 400 is the client's fault: one attempt, the server's message passed on.
+    let proxy = flaky_proxy(&server.url, vec![400]);
+    let err = backend(&proxy.url, 3).generate(&req, |_| {}).unwrap_err().to_string();
+    assert!(err.contains("HTTP 400") && err.contains("injected 400"), "{err}");
+    assert_eq!(proxy.attempts.load(Ordering::SeqCst), 1);
 }

@@ -120,6 +120,12 @@ impl ModelConfig {
     pub fn from_hf_json(path: &Path, json: &Json) -> Result<Self> {
         let cfg = HfConfig { path, json };
         let model_type = cfg.string("model_type")?;
+        if crate::embed::ENCODER_TYPES.contains(&model_type) {
+            return Err(cfg.error(
+                "model_type",
+                format!("`{model_type}` is an encoder, which embeds rather than generates: load it with `Embedder` (`codesweep serve --embedder DIR`)"),
+            ));
+        }
         let architecture = Architecture::from_name(model_type).ok_or_else(|| EngineError::UnsupportedArchitecture {
             path: path.to_path_buf(),
             found: model_type.to_string(),

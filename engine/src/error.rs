@@ -79,6 +79,10 @@ pub enum EngineError {
         /// What happened.
         message: String,
     },
+    /// A chat request cannot be rendered: the template is not one the engine renders, or a
+    /// message is not acceptable.
+    #[error("chat template: {0}")]
+    Chat(String),
     /// A tensor operation failed.
     #[error("tensor operation: {0}")]
     Candle(#[from] candle_core::Error),

@@ -2,10 +2,13 @@
 //!
 //! Loads GGUF files (weights stay quantized) and Hugging Face safetensors directories for the
 //! `qwen2`, `llama`, `starcoder2` and `gpt_bigcode` architectures, rebuilds GGUF tokenizers, and
-//! generates for many prompts at once with per-sequence masks, positions and a KV cache. It knows
-//! nothing of benchmarks: stop rules and prompts come from the caller.
+//! generates for many prompts at once with per-sequence masks, positions and a KV cache; embeds texts
+//! with BERT-family encoders for dense retrieval. It knows nothing of benchmarks: stop rules and
+//! prompts come from the caller.
 
+pub mod chat;
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod http;
@@ -15,7 +18,9 @@ pub mod prompt;
 pub mod tokenizer;
 pub mod weights;
 
+pub use chat::{ChatMessage, ChatTemplate};
 pub use config::{Architecture, ModelConfig};
+pub use embed::{Embedder, EmbedderOptions, Embeddings};
 pub use error::{EngineError, Result};
 pub use generate::{Completion, GenerateOptions, GenerateStats, Generation, Generator, Request, Sampling, StopPredicate, StopReason};
 pub use models::{parse_device, parse_dtype, Model, Network};

@@ -124,3 +124,25 @@ fn wrong_tensor_shapes_are_named() {
     let err = Model::load(&hf, &Device::Cpu, None).err().unwrap().to_string();
     assert!(err.contains("model.layers.0.mlp.gate_proj.weight") && err.contains("expected shape [96, 64]"), "{err}");
 }
+
+#[test]
+fn chat_templates_are_read_from_gguf_and_hf_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = common::trained_tokenizer_json(300);
+    let template = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}";
+    let gguf = common::write_gguf_chat(dir.path(), Arch::Qwen2, GgmlDType::Q8_0, &tok, template);
+    assert_eq!(Model::load(&gguf, &Device::Cpu, None).unwrap().chat_template.as_deref(), Some(template));
+    let plain = common::write_gguf(dir.path(), Arch::Qwen2, GgmlDType::Q8_0, &tok);
+    assert_eq!(Model::load(&plain, &Device::Cpu, None).unwrap().chat_template, None);
+    let hf = common::write_hf(dir.path(), Arch::Qwen2, &tok);
+    std::fs::write(hf.join("tokenizer_config.json"), serde_json::json!({"chat_template": template}).to_string()).unwrap();
+    assert_eq!(Model::load(&hf, &Device::Cpu, None).unwrap().chat_template.as_deref(), Some(template));
+}
+
+#[test]
+fn an_encoder_given_as_a_generator_says_to_embed_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bert = common::encoder::write_encoder(dir.path(), common::encoder::EncoderArch::Bert, &common::encoder::wordpiece_tokenizer_json(300));
+    let err = Model::load(&bert, &Device::Cpu, None).err().unwrap().to_string();
+    assert!(err.contains("config.json") && err.contains("`bert` is an encoder") && err.contains("--embedder"), "{err}");
+}

@@ -50,6 +50,9 @@ pub struct Model {
     pub dtype: DType,
     /// The file or directory it came from.
     pub path: PathBuf,
+    /// The Jinja chat template the model ships (GGUF `tokenizer.chat_template`, or the
+    /// directory's `tokenizer_config.json` / `chat_template.jinja`); see [`crate::chat`].
+    pub chat_template: Option<String>,
 }
 
 /// Parses `cpu` or `cuda:N` (`cuda` = `cuda:0`).
@@ -101,10 +104,19 @@ impl Model {
         })?;
         let config = ModelConfig::from_gguf(path, &content.metadata)?;
         let built = tokenizer_json_from_gguf(path, &content.metadata)?;
+        let chat_template = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok()).cloned();
         let tokenizer = TextTokenizer::from_json(&built.json, built.eos_ids)?;
         let mut weights = Weights::gguf(path, content, device)?;
         let network = build_network(&mut weights, &config)?;
-        Ok(Self { network, config, tokenizer, device: device.clone(), dtype: DType::F32, path: path.to_path_buf() })
+        Ok(Self {
+            network,
+            config,
+            tokenizer,
+            device: device.clone(),
+            dtype: DType::F32,
+            path: path.to_path_buf(),
+            chat_template,
+        })
     }
 
     fn load_hf(dir: &Path, device: &Device, dtype: DType) -> Result<Self> {
@@ -128,7 +140,8 @@ impl Model {
         let tokenizer = TextTokenizer::from_file(&dir.join("tokenizer.json"), eos_ids)?;
         let mut weights = Weights::safetensors(dir, &files, device, dtype)?;
         let network = build_network(&mut weights, &config)?;
-        Ok(Self { network, config, tokenizer, device: device.clone(), dtype, path: dir.to_path_buf() })
+        let chat_template = crate::chat::hf_chat_template(dir)?;
+        Ok(Self { network, config, tokenizer, device: device.clone(), dtype, path: dir.to_path_buf(), chat_template })
     }
 }
 
@@ -150,7 +163,7 @@ fn json_ids(v: Option<&serde_json::Value>) -> Vec<u32> {
 }
 
 /// `model.safetensors`, or the shards named by `model.safetensors.index.json`.
-fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let index = dir.join("model.safetensors.index.json");
     if index.exists() {
         let text = std::fs::read_to_string(&index).map_err(|source| EngineError::Io { path: index.clone(), source })?;

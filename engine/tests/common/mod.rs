@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod encoder;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -50,7 +52,8 @@ pub fn code_prompts() -> Vec<String> {
         .collect()
 }
 
-pub const SPECIALS: &[&str] = &["<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"];
+pub const SPECIALS: &[&str] =
+    &["<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|im_start|>", "<|im_end|>"];
 
 /// A Qwen2-style byte-level BPE `tokenizer.json` trained on the repository's code.
 pub fn trained_tokenizer_json(vocab_size: usize) -> String {
@@ -263,6 +266,15 @@ fn parameters(arch: Arch, vocab: usize, seed: u64) -> Vec<(String, String, Tenso
 
 /// Writes a GGUF model of `arch`: 2-D weights in `qtype`, vectors in f32, tokenizer in metadata.
 pub fn write_gguf(dir: &Path, arch: Arch, qtype: GgmlDType, tokenizer_json: &str) -> PathBuf {
+    write_gguf_with(dir, arch, qtype, tokenizer_json, None)
+}
+
+/// [`write_gguf`] with a `tokenizer.chat_template`, written as `<name>-chat.gguf`.
+pub fn write_gguf_chat(dir: &Path, arch: Arch, qtype: GgmlDType, tokenizer_json: &str, chat_template: &str) -> PathBuf {
+    write_gguf_with(dir, arch, qtype, tokenizer_json, Some(chat_template))
+}
+
+fn write_gguf_with(dir: &Path, arch: Arch, qtype: GgmlDType, tokenizer_json: &str, chat_template: Option<&str>) -> PathBuf {
     use gguf_file::Value as V;
     let vocab = vocab_and_merges(tokenizer_json).0.len();
     let a = arch.gguf_name();
@@ -279,6 +291,9 @@ pub fn write_gguf(dir: &Path, arch: Arch, qtype: GgmlDType, tokenizer_json: &str
     let eps_key = if matches!(arch, Arch::Qwen2 | Arch::Llama) { "layer_norm_rms_epsilon" } else { "layer_norm_epsilon" };
     md.push((format!("{a}.attention.{eps_key}"), V::F32(1e-5)));
     md.extend(gguf_tokenizer_metadata(tokenizer_json, "qwen2"));
+    if let Some(t) = chat_template {
+        md.push(("tokenizer.chat_template".into(), V::String(t.into())));
+    }
     let tensors: Vec<(String, QTensor)> = parameters(arch, vocab, 11)
         .into_iter()
         .map(|(g, _, t)| {
@@ -286,7 +301,8 @@ pub fn write_gguf(dir: &Path, arch: Arch, qtype: GgmlDType, tokenizer_json: &str
             (g, QTensor::quantize(&t, q).unwrap())
         })
         .collect();
-    let path = dir.join(format!("tiny-{}.gguf", arch.hf_name()));
+    let suffix = if chat_template.is_some() { "-chat" } else { "" };
+    let path = dir.join(format!("tiny-{}{suffix}.gguf", arch.hf_name()));
     let mut file = std::fs::File::create(&path).unwrap();
     let md_refs: Vec<(&str, &V)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();

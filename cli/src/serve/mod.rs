@@ -1,0 +1,296 @@
+//! `codesweep serve`: a minimal OpenAI-compatible server over the engine — completions, chat
+//! completions (ChatML templates) and embeddings (BERT-family encoders).
+//!
+//! Generation requests arriving together are batched: HTTP threads hand jobs to one engine
+//! thread, which takes every job waiting and generates for all of them at once. Embedding
+//! requests run on the HTTP threads.
+
+mod openai;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args as ClapArgs;
+use codesweep_engine::embed::is_encoder_dir;
+use codesweep_engine::{ChatTemplate, Completion, Embedder, EmbedderOptions, GenerateOptions, Generator, Request, TextTokenizer};
+use serde_json::{json, Value};
+
+use crate::files::ModelArgs;
+
+/// Arguments of `codesweep serve`.
+#[derive(ClapArgs)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on (0 picks a free one; the chosen port is printed).
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Name reported by /v1/models and accepted in requests (default: the model file name).
+    #[arg(long)]
+    served_name: Option<String>,
+    /// Most sequences decoded together.
+    #[arg(long, default_value_t = 8)]
+    batch_size: usize,
+    /// Environment variable holding the API key clients must send as `Authorization: Bearer …`.
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// A BERT/RoBERTa directory (config.json, model.safetensors, tokenizer.json) to serve
+    /// POST /v1/embeddings with, beside the generator. When --model itself is such an encoder,
+    /// the server embeds only.
+    #[arg(long)]
+    embedder: Option<PathBuf>,
+    /// Most tokens per embedded text, special tokens included; longer texts are cut.
+    #[arg(long, default_value_t = 256)]
+    embed_max_length: usize,
+    /// Most texts per embedding forward pass.
+    #[arg(long, default_value_t = 32)]
+    embed_batch_size: usize,
+    /// Return L2-normalised embeddings.
+    #[arg(long)]
+    normalize_embeddings: bool,
+}
+
+struct Job {
+    requests: Vec<Request>,
+    reply: mpsc::Sender<Result<Vec<Completion>, String>>,
+}
+
+/// What request handlers share.
+struct Service {
+    /// Name of the generator (`None` when the server only embeds).
+    generator: Option<String>,
+    /// The generator's tokenizer, to name tokens in chat log-probabilities.
+    tokenizer: Option<TextTokenizer>,
+    /// The generator's chat template, or why chat is unavailable.
+    chat: Result<ChatTemplate, String>,
+    /// The embedder and its served name.
+    embedder: Option<(Arc<Embedder>, String)>,
+    api_key: Option<String>,
+}
+
+fn dir_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "model".into())
+}
+
+/// Runs the server until the process is stopped.
+pub fn run(args: Args) -> Result<()> {
+    let encoder_only = is_encoder_dir(&args.model.model);
+    if encoder_only && args.embedder.is_some() {
+        anyhow::bail!(
+            "--model {} is itself an encoder (BERT/RoBERTa), so the server embeds with it; drop --embedder, or give a generator as --model",
+            args.model.model.display()
+        );
+    }
+    let embedder_dir = if encoder_only { Some(args.model.model.clone()) } else { args.embedder.clone() };
+    let embedder = match &embedder_dir {
+        Some(dir) => {
+            let device = codesweep_engine::parse_device(&args.model.device)?;
+            let dtype = args.model.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
+            let options = EmbedderOptions {
+                max_length: args.embed_max_length,
+                batch_size: args.embed_batch_size.max(1),
+                normalize: args.normalize_embeddings,
+                dtype,
+            };
+            let e = Embedder::load(dir, &device, options).with_context(|| format!("cannot load the embedder {}", dir.display()))?;
+            let name = if encoder_only { args.served_name.clone().unwrap_or_else(|| dir_name(dir)) } else { dir_name(dir) };
+            Some((Arc::new(e), name))
+        }
+        None => None,
+    };
+    let model = if encoder_only { None } else { Some(args.model.load()?) };
+    let name = args.served_name.clone().unwrap_or_else(|| dir_name(&args.model.model));
+    let chat = match model.as_ref().map(|m| m.chat_template.as_deref()) {
+        None => Err("this server has no generator; it serves POST /v1/embeddings".to_string()),
+        Some(None) => Err("the model has no chat template; send a formatted prompt to /v1/completions".to_string()),
+        Some(Some(t)) => ChatTemplate::from_jinja(t).map_err(|e| e.to_string()),
+    };
+    let api_key = match &args.api_key_env {
+        Some(var) => Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?),
+        None => None,
+    };
+    let service = Arc::new(Service {
+        generator: model.as_ref().map(|_| name.clone()),
+        tokenizer: model.as_ref().map(|m| m.tokenizer.clone()),
+        chat,
+        embedder,
+        api_key,
+    });
+    let server = tiny_http::Server::http((args.host.as_str(), args.port))
+        .map_err(|e| anyhow!("cannot listen on {}:{}: {e}", args.host, args.port))?;
+    let addr = server.server_addr().to_ip().context("the server has no IP address")?;
+    // Machine-readable first line, for scripts and tests that start the server on port 0.
+    println!("listening on http://{addr}");
+    match (&model, &service.embedder) {
+        (Some(m), e) => eprintln!(
+            "serving {name} ({}) at http://{addr}/v1{}",
+            m.config.architecture.name(),
+            e.as_ref().map(|(_, n)| format!(", embeddings with {n}")).unwrap_or_default()
+        ),
+        (None, _) => eprintln!("serving embeddings with {name} at http://{addr}/v1"),
+    }
+    let server = Arc::new(server);
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let mut handlers = Vec::new();
+    for _ in 0..4 {
+        let server = server.clone();
+        let jobs_tx = jobs_tx.clone();
+        let service = service.clone();
+        handlers.push(std::thread::spawn(move || {
+            while let Ok(rq) = server.recv() {
+                handle(rq, &jobs_tx, &service);
+            }
+        }));
+    }
+    drop(jobs_tx);
+    if let Some(model) = &model {
+        let options = GenerateOptions { batch_size: args.batch_size.max(1), ..GenerateOptions::default() };
+        generation_loop(&Generator::new(model, options), &jobs_rx);
+    }
+    for h in handlers {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+/// Takes every job waiting, generates for all of them at once, and answers each.
+fn generation_loop(generator: &Generator, jobs_rx: &mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs_rx.recv() {
+        let mut jobs = vec![first];
+        while let Ok(more) = jobs_rx.try_recv() {
+            jobs.push(more);
+        }
+        // Ids stay as the client's prompt indices, so seeded samples do not depend on which
+        // other requests share the batch; completions come back in request order, n per request.
+        let all: Vec<Request> = jobs.iter().flat_map(|job| job.requests.iter().cloned()).collect();
+        match generator.generate(&all, |_| {}) {
+            Ok(generation) => {
+                let mut completions = generation.completions.into_iter();
+                for job in jobs {
+                    let count: usize = job.requests.iter().map(|r| r.n.max(1)).sum();
+                    let _ = job.reply.send(Ok(completions.by_ref().take(count).collect()));
+                }
+            }
+            Err(e) => {
+                for job in jobs {
+                    let _ = job.reply.send(Err(e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+fn respond(rq: tiny_http::Request, status: u16, body: Value) {
+    let header = tiny_http::Header::from_bytes("content-type", "application/json").ok();
+    let mut resp = tiny_http::Response::from_string(body.to_string()).with_status_code(status);
+    if let Some(h) = header {
+        resp = resp.with_header(h);
+    }
+    let _ = rq.respond(resp);
+}
+
+fn error(rq: tiny_http::Request, status: u16, message: &str) {
+    respond(rq, status, json!({"error": {"message": message, "type": "invalid_request_error"}}));
+}
+
+/// Constant-time comparison, so the key cannot be guessed byte by byte from timings.
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+const ROUTES: &str = "POST /v1/completions, POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models, GET /health";
+
+fn handle(mut rq: tiny_http::Request, jobs: &mpsc::Sender<Job>, service: &Service) {
+    if let Some(key) = &service.api_key {
+        let sent = rq.headers().iter().find(|h| h.field.equiv("authorization")).map(|h| h.value.as_str().to_string());
+        let ok = sent.as_deref().and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|v| same_key(v.as_bytes(), key.as_bytes()));
+        if !ok {
+            return error(rq, 401, "missing or wrong API key");
+        }
+    }
+    let url = rq.url().to_string();
+    let method = rq.method().as_str().to_string();
+    if method != "POST" {
+        return match (method.as_str(), url.as_str()) {
+            ("GET", "/health") => respond(rq, 200, json!({"status": "ok"})),
+            ("GET", "/v1/models") => {
+                let names = service.generator.iter().chain(service.embedder.iter().map(|(_, n)| n));
+                let data: Vec<Value> = names.map(|n| json!({"id": n, "object": "model", "owned_by": "codesweep"})).collect();
+                respond(rq, 200, json!({"object": "list", "data": data}))
+            }
+            _ => error(rq, 404, &format!("no route for {url}; this server has {ROUTES}")),
+        };
+    }
+    if !["/v1/completions", "/v1/chat/completions", "/v1/embeddings"].contains(&url.as_str()) {
+        return error(rq, 404, &format!("no route for {url}; this server has {ROUTES}"));
+    }
+    let mut body = String::new();
+    if std::io::Read::read_to_string(rq.as_reader(), &mut body).is_err() {
+        return error(rq, 400, "the body is not UTF-8");
+    }
+    let answer = match url.as_str() {
+        "/v1/completions" => completions(&body, jobs, service),
+        "/v1/chat/completions" => chat(&body, jobs, service),
+        _ => embeddings(&body, service),
+    };
+    match answer {
+        Ok(v) => respond(rq, 200, v),
+        Err((status, message)) => error(rq, status, &message),
+    }
+}
+
+type Answer = Result<Value, (u16, String)>;
+
+fn bad(message: String) -> (u16, String) {
+    (400, message)
+}
+
+/// Hands `requests` to the engine thread and waits for the completions.
+fn generate(jobs: &mpsc::Sender<Job>, requests: Vec<Request>) -> Result<Vec<Completion>, (u16, String)> {
+    let (tx, rx) = mpsc::channel();
+    if jobs.send(Job { requests, reply: tx }).is_err() {
+        return Err((503, "the engine has stopped".into()));
+    }
+    match rx.recv() {
+        Ok(Ok(cs)) => Ok(cs),
+        Ok(Err(m)) => Err(bad(m)),
+        Err(_) => Err((500, "the engine failed".into())),
+    }
+}
+
+fn completions(body: &str, jobs: &mpsc::Sender<Job>, service: &Service) -> Answer {
+    let Some(name) = &service.generator else {
+        return Err(bad("this server has no generator (the model is an encoder); it serves POST /v1/embeddings".into()));
+    };
+    let v = openai::body_json(body).map_err(bad)?;
+    let requests = openai::requests(&v, openai::completion_prompts(&v).map_err(bad)?).map_err(bad)?;
+    Ok(openai::completion_response(name, &generate(jobs, requests)?))
+}
+
+fn chat(body: &str, jobs: &mpsc::Sender<Job>, service: &Service) -> Answer {
+    let template = service.chat.as_ref().map_err(|m| bad(m.clone()))?;
+    let (Some(name), Some(tokenizer)) = (&service.generator, &service.tokenizer) else {
+        return Err(bad("this server has no generator".into()));
+    };
+    let v = openai::body_json(body).map_err(bad)?;
+    let prompt = template.render(&openai::chat_messages(&v).map_err(bad)?).map_err(|e| bad(e.to_string()))?;
+    let requests = openai::requests(&v, vec![prompt]).map_err(bad)?;
+    Ok(openai::chat_response(name, &generate(jobs, requests)?, tokenizer))
+}
+
+fn embeddings(body: &str, service: &Service) -> Answer {
+    let Some((embedder, name)) = &service.embedder else {
+        return Err(bad("this server has no embedder; start it with --embedder DIR (a BERT/RoBERTa directory)".into()));
+    };
+    let v = openai::body_json(body).map_err(bad)?;
+    let texts = openai::embedding_inputs(&v).map_err(bad)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let out = embedder.embed_counted(&refs).map_err(|e| bad(e.to_string()))?;
+    let base64 = v["encoding_format"].as_str() == Some("base64");
+    Ok(openai::embedding_response(name, &out.vectors, out.tokens, base64))
+}
