@@ -60,7 +60,7 @@ pub struct ReportArgs {
 
 fn write_local(dir: &std::path::Path, report: &Report) -> Result<()> {
     output_dir(dir)?;
-    write_atomic(dir, "cceval.md", &report.markdown())?;
+    write_atomic(dir, "report.md", &report.markdown())?;
     write_atomic(dir, "cceval.csv", &report.csv())?;
     write_atomic(dir, "report.json", &(serde_json::to_string_pretty(&report.json())? + "\n"))?;
     write_atomic(dir, "scaling.svg", &scaling_svg(report))?;

@@ -52,6 +52,32 @@ fn write_data(dir: &Path) -> PathBuf {
     data
 }
 
+/// One golden RepoQA repository of two languages, keeping only needles short enough for the
+/// tiny models' 512-token context.
+fn write_repoqa_dataset(dir: &Path) -> PathBuf {
+    let full: Value = serde_json::from_str(&std::fs::read_to_string(golden().join("repoqa/dataset.json")).unwrap()).unwrap();
+    let mut reduced = serde_json::Map::new();
+    for (language, repo) in [("python", "tomlkit"), ("rust", "bytes")] {
+        let repos = full[language].as_array().unwrap();
+        let mut chosen: Vec<Value> = repos.iter().filter(|r| r["repo"] == repo).cloned().collect();
+        for r in &mut chosen {
+            let short: Vec<Value> = r["needles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["end_byte"].as_u64().unwrap() - n["start_byte"].as_u64().unwrap() <= 100)
+                .cloned()
+                .collect();
+            r["needles"] = Value::Array(short);
+        }
+        assert_eq!(chosen.len(), 1, "{language}/{repo}");
+        reduced.insert(language.to_string(), Value::Array(chosen));
+    }
+    let path = dir.join("repoqa.json");
+    std::fs::write(&path, Value::Object(reduced).to_string()).unwrap();
+    path
+}
+
 fn write_models(dir: &Path) -> (PathBuf, PathBuf) {
     let tokenizer = common::trained_tokenizer_json(400);
     let (a, b) = (dir.join("a"), dir.join("b"));
@@ -91,7 +117,13 @@ buffer = 16
 
 [cceval]
 data_dir = "{data}"
+
+[repoqa]
+dataset = "{repoqa}"
+code_context_size = 64
+max_new_tokens = 8
 "#,
+        repoqa = data.parent().unwrap().join("repoqa.json").display(),
         store = store.display(),
         a = models.0.display(),
         b = models.1.display(),
@@ -154,17 +186,19 @@ fn wait_for(child: &mut Guard, limit: Duration) -> std::process::ExitStatus {
     }
 }
 
-fn report_cells(store: &Path, run: &str) -> Vec<Value> {
+/// The report's CrossCodeEval cells and RepoQA rows.
+fn report_cells(store: &Path, run: &str) -> (Vec<Value>, Vec<Value>) {
     let out = codesweep().args(["report", &format!("{}/{run}", store.display())]).output().unwrap();
     assert!(out.status.success(), "report failed: {}", String::from_utf8_lossy(&out.stderr));
     let json: Value = serde_json::from_str(&std::fs::read_to_string(store.join(run).join("report/report.json")).unwrap()).unwrap();
-    json["cceval"].as_array().unwrap().clone()
+    (json["cceval"].as_array().unwrap().clone(), json["repoqa"].as_array().unwrap().clone())
 }
 
 #[test]
 fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
     let dir = tempfile::tempdir().unwrap();
     let data = write_data(dir.path());
+    let repoqa_dataset = write_repoqa_dataset(dir.path());
     let models = write_models(dir.path());
 
     // Reference: everything in one process with one worker.
@@ -174,8 +208,14 @@ fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "run failed: {}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("| tiny-qwen2 | In-file |") && stdout.contains("Retrieval (bm25)"), "{stdout}");
-    let single = report_cells(&single_store, "sweep");
-    // 2 models × 2 languages × (in_file, rg1_bm25), every example scored.
+    assert!(stdout.contains("## RepoQA") && stdout.contains("| tiny-llama | ctx64_none |"), "{stdout}");
+    let (single, single_repoqa) = report_cells(&single_store, "sweep");
+    assert_eq!(single_repoqa.len(), 2);
+    for row in &single_repoqa {
+        // tomlkit keeps 3 needles, bytes 5.
+        assert_eq!((row["tasks"].as_u64(), row["planned"].as_u64()), (Some(8), Some(8)), "{row}");
+    }
+    // CrossCodeEval: 2 models × 2 languages × (in_file, rg1_bm25), every example scored.
     assert_eq!(single.len(), 8);
     for cell in &single {
         assert_eq!(cell["examples"], EXAMPLES_PER_LANGUAGE, "{cell}");
@@ -213,8 +253,21 @@ fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
     }
     assert!(wait_for(&mut coordinator, Duration::from_secs(30)).success(), "the coordinator did not exit when done");
 
-    let cluster = report_cells(&cluster_store, "sweep");
+    let (cluster, cluster_repoqa) = report_cells(&cluster_store, "sweep");
     assert_eq!(cluster, single, "cluster tables differ from the single-process run");
+    assert_eq!(cluster_repoqa, single_repoqa, "cluster RepoQA tables differ from the single-process run");
+    // The RepoQA export scored by `codesweep score repoqa` gives the report's scores.
+    let outputs = cluster_store.join("sweep/report/exports/repoqa/tiny-qwen2/ctx64_none/outputs.jsonl");
+    let scored = dir.path().join("scored-repoqa");
+    let out = codesweep()
+        .args(["score", "repoqa", "--dataset", repoqa_dataset.to_str().unwrap(), "--outputs", outputs.to_str().unwrap()])
+        .args(["--out", scored.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "score repoqa failed: {}", String::from_utf8_lossy(&out.stderr));
+    let scores: Value = serde_json::from_str(&std::fs::read_to_string(scored.join("scores.json")).unwrap()).unwrap();
+    let row = cluster_repoqa.iter().find(|r| r["model"] == "tiny-qwen2").unwrap();
+    assert_eq!(row["scores"], scores);
     for (language, setting) in [("python", "in_file"), ("java", "rg1_bm25")] {
         let rel = format!("sweep/report/exports/cceval/tiny-qwen2/{language}/{setting}/prediction.jsonl");
         let (a, b) = (std::fs::read_to_string(single_store.join(&rel)).unwrap(), std::fs::read_to_string(cluster_store.join(&rel)).unwrap());
@@ -238,18 +291,20 @@ fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
     assert!(out.status.success(), "rescore failed: {}", String::from_utf8_lossy(&out.stderr));
     let rescored: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("rescored/report.json")).unwrap()).unwrap();
     assert_eq!(rescored["cceval"].as_array().unwrap(), &cluster);
+    assert_eq!(rescored["repoqa"].as_array().unwrap(), &cluster_repoqa);
 
     // Running the finished sweep again redoes nothing.
     let out = codesweep().args(["run", single_spec.to_str().unwrap(), "--quiet"]).output().unwrap();
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("(24 already done)") && stderr.contains("single"), "{stderr}");
+    assert!(stderr.contains("(28 already done)") && stderr.contains("single"), "{stderr}");
 }
 
 #[test]
 fn a_wrong_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let data = write_data(dir.path());
+    write_repoqa_dataset(dir.path());
     let models = write_models(dir.path());
     let store = dir.path().join("store");
     let spec = write_spec(dir.path(), "auth", &store, &data, &models);

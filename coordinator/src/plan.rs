@@ -12,7 +12,7 @@ use codesweep_tasks::input::{parse_jsonl, RecordError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::spec::{CcevalSection, SweepSpec};
+use crate::spec::{CcevalSection, RepoqaSection, SweepSpec};
 
 /// Why a spec could not be planned.
 #[derive(Debug, thiserror::Error)]
@@ -180,9 +180,101 @@ pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanEr
         }
     }
     let mut shards = Vec::new();
-    let Some(section) = &spec.cceval else { return Ok(Plan { run_id: spec.run.name.clone(), shards }) };
-    let cells = cceval_cells(section)?;
     let mut inputs = Vec::new();
+    if let Some(section) = &spec.cceval {
+        plan_cceval(spec, section, &layout, &mut shards, &mut inputs)?;
+    }
+    if let Some(section) = &spec.repoqa {
+        plan_repoqa(spec, section, &layout, &mut shards, &mut inputs)?;
+    }
+    for (key, text) in inputs {
+        store.put(&key, text).await?;
+    }
+    let plan = Plan { run_id: spec.run.name.clone(), shards };
+    let plan_json = serde_json::to_string_pretty(&plan).map_err(|e| data_error(Path::new("plan"), e.to_string()))?;
+    store.put(&layout.plan(), plan_json).await?;
+    // The spec goes last: a run whose spec exists has a complete plan.
+    store.put(&layout.spec(), spec_json).await?;
+    Ok(plan)
+}
+
+/// The setting name of a RepoQA context configuration, e.g. `ctx16384_none`.
+pub fn repoqa_setting(section: &RepoqaSection) -> String {
+    format!("ctx{}_{}", section.options.code_context_size, section.options.comment_mode)
+}
+
+/// One RepoQA shard per (model, language, repository): its input holds the repository's
+/// dataset record (sources, dependency graph, needles) verbatim.
+fn plan_repoqa(
+    spec: &SweepSpec,
+    section: &RepoqaSection,
+    layout: &RunLayout,
+    shards: &mut Vec<PlannedShard>,
+    inputs: &mut Vec<(String, String)>,
+) -> Result<(), PlanError> {
+    let path = &section.dataset;
+    let bytes = std::fs::read(path).map_err(|e| data_error(path, format!("cannot read: {e}")))?;
+    let name = path.display().to_string();
+    let document = codesweep_tasks::input::parse_json_document(&name, &bytes).map_err(|e| records_error(&[e]))?;
+    // Decoding both views up front reports every bad field before anything is written.
+    codesweep_tasks::repoqa::context::SourceDataset::from_json(&name, &document).map_err(|e| records_error(&[e]))?;
+    codesweep_tasks::repoqa::Dataset::from_json(&name, &document).map_err(|e| records_error(&[e]))?;
+    let languages: Vec<String> = if section.languages.is_empty() {
+        codesweep_tasks::repoqa::Language::ALL
+            .iter()
+            .map(|l| l.name().to_string())
+            .filter(|l| document.get(l).is_some())
+            .collect()
+    } else {
+        section.languages.clone()
+    };
+    let setting = repoqa_setting(section);
+    for language in &languages {
+        let repos = document.get(language).and_then(Value::as_array).ok_or_else(|| data_error(path, format!("no {language:?} repositories")))?;
+        let repos: Vec<&Value> =
+            repos.iter().filter(|r| r.get("needles").and_then(Value::as_array).is_some_and(|n| !n.is_empty())).collect();
+        for model in &spec.models {
+            for (index, repo) in repos.iter().enumerate() {
+                let needles = repo["needles"].as_array().map_or(0, Vec::len);
+                let id = shard_id(&model.name, Benchmark::Repoqa.name(), language, &setting, index);
+                let header = ShardHeader {
+                    run_id: spec.run.name.clone(),
+                    shard_id: id.clone(),
+                    model: model.clone(),
+                    benchmark: Benchmark::Repoqa,
+                    language: language.clone(),
+                    setting: setting.clone(),
+                    use_crossfile: false,
+                    generation: spec.generation.clone(),
+                    edit_sim: None,
+                    repoqa: Some(section.options.clone()),
+                    examples: needles,
+                };
+                let text = records::encode(&header, &[*repo]).map_err(|e| data_error(path, e.to_string()))?;
+                inputs.push((layout.input(&id), text));
+                shards.push(PlannedShard {
+                    shard_id: id,
+                    model: model.name.clone(),
+                    benchmark: Benchmark::Repoqa,
+                    language: language.clone(),
+                    setting: setting.clone(),
+                    index,
+                    examples: needles,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn plan_cceval(
+    spec: &SweepSpec,
+    section: &CcevalSection,
+    layout: &RunLayout,
+    shards: &mut Vec<PlannedShard>,
+    inputs: &mut Vec<(String, String)>,
+) -> Result<(), PlanError> {
+    let cells = cceval_cells(section)?;
     for cell in &cells {
         let examples = read_examples(cell, section.limit)?;
         for model in &spec.models {
@@ -198,6 +290,7 @@ pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanEr
                     use_crossfile: cell.use_crossfile,
                     generation: spec.generation.clone(),
                     edit_sim: Some(section.edit_sim.clone()),
+                    repoqa: None,
                     examples: chunk.len(),
                 };
                 let text = records::encode(&header, chunk).map_err(|e| data_error(&cell.file, e.to_string()))?;
@@ -214,15 +307,7 @@ pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanEr
             }
         }
     }
-    for (key, text) in inputs {
-        store.put(&key, text).await?;
-    }
-    let plan = Plan { run_id: spec.run.name.clone(), shards };
-    let plan_json = serde_json::to_string_pretty(&plan).map_err(|e| data_error(Path::new("plan"), e.to_string()))?;
-    store.put(&layout.plan(), plan_json).await?;
-    // The spec goes last: a run whose spec exists has a complete plan.
-    store.put(&layout.spec(), spec_json).await?;
-    Ok(plan)
+    Ok(())
 }
 
 /// Reads a run's stored plan, if it has one.

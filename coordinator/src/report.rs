@@ -77,6 +77,8 @@ pub struct Report {
     pub run_id: String,
     /// CrossCodeEval cells, ordered by model (spec order), setting, language.
     pub cceval: Vec<CcevalCell>,
+    /// RepoQA rows, ordered by model (spec order) and setting.
+    pub repoqa: Vec<RepoqaRow>,
 }
 
 /// The paper's name of a setting.
@@ -146,7 +148,8 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
             predictions,
         });
     }
-    Ok(Report { run_id: run_id.to_string(), cceval: out })
+    let repoqa = repoqa::collect(store, &layout, &plan, &model_order, scoring).await?;
+    Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa })
 }
 
 /// Scores a shard's stored completions again against its input examples.
@@ -215,8 +218,20 @@ impl Report {
         self.cceval.iter().find(|c| c.model == model && c.setting == setting && c.language == language)
     }
 
-    /// The CrossCodeEval table as Markdown; cells with missing results are marked `*`.
+    /// Every table as Markdown: CrossCodeEval, then RepoQA.
     pub fn markdown(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.cceval.is_empty() {
+            parts.push(self.cceval_markdown());
+        }
+        if !self.repoqa.is_empty() {
+            parts.push(repoqa::markdown(&self.run_id, &self.repoqa));
+        }
+        parts.join("\n")
+    }
+
+    /// The CrossCodeEval table as Markdown; cells with missing results are marked `*`.
+    pub fn cceval_markdown(&self) -> String {
         let languages = self.languages();
         let mut out = format!("## CrossCodeEval — run `{}`\n\n| Model | Setting |", self.run_id);
         for l in &languages {
@@ -276,13 +291,13 @@ impl Report {
                 })
             })
             .collect();
-        json!({ "run_id": self.run_id, "cceval": cells })
+        json!({ "run_id": self.run_id, "cceval": cells, "repoqa": repoqa::json(&self.repoqa) })
     }
 
     /// Official-format prediction files: `(relative path, contents)` with one
     /// `{"task_id", "pred"}` line per example, for the official `eval.py` to re-check.
     pub fn exports(&self) -> Vec<(String, String)> {
-        self.cceval
+        let mut files: Vec<(String, String)> = self.cceval
             .iter()
             .map(|c| {
                 let body: String = c
@@ -292,18 +307,22 @@ impl Report {
                     .collect();
                 (format!("exports/cceval/{}/{}/{}/prediction.jsonl", c.model, c.language, c.setting), body)
             })
-            .collect()
+            .collect();
+        files.extend(repoqa::exports(&self.repoqa));
+        files
     }
 }
 
 mod plot;
+pub mod repoqa;
 pub use plot::scaling_svg;
+pub use repoqa::RepoqaRow;
 
-/// Builds the report and writes it under `<run>/report/` in the store: `cceval.md`,
+/// Builds the report and writes it under `<run>/report/` in the store: `report.md`,
 /// `cceval.csv`, `report.json`, `scaling.svg` and the official-format exports.
 pub async fn write_report(store: &RunStore, report: &Report) -> Result<(), ReportError> {
     let layout = RunLayout::new(&report.run_id);
-    store.put(&layout.report("cceval.md"), report.markdown()).await?;
+    store.put(&layout.report("report.md"), report.markdown()).await?;
     store.put(&layout.report("cceval.csv"), report.csv()).await?;
     let json = serde_json::to_string_pretty(&report.json()).map_err(|e| record_error("report.json", e.to_string()))?;
     store.put(&layout.report("report.json"), json).await?;

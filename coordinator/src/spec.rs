@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use codesweep_store::records::{GenerationSpec, ModelSpec};
+use codesweep_store::records::{GenerationSpec, ModelSpec, RepoqaOptions};
 use codesweep_store::validate_name;
 use codesweep_tasks::cceval::Language;
 use serde::{Deserialize, Serialize};
@@ -68,6 +68,9 @@ pub struct SweepSpec {
     /// CrossCodeEval, if it is part of the sweep.
     #[serde(default)]
     pub cceval: Option<CcevalSection>,
+    /// RepoQA Searching Needle Function, if it is part of the sweep.
+    #[serde(default)]
+    pub repoqa: Option<RepoqaSection>,
     /// Settings of the workers `codesweep run` starts.
     #[serde(default)]
     pub workers: WorkersSection,
@@ -137,6 +140,20 @@ fn default_edit_sim() -> String {
     "difflib".into()
 }
 
+/// `[repoqa]`: RepoQA Searching Needle Function on a dataset in the official layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoqaSection {
+    /// The dataset JSON (`{language: [repo, …]}` with `content`, `dependency`, `needles`).
+    pub dataset: PathBuf,
+    /// Languages to run (default: every language of the dataset).
+    #[serde(default)]
+    pub languages: Vec<String>,
+    /// Context, generation and scoring settings.
+    #[serde(flatten)]
+    pub options: RepoqaOptions,
+}
+
 /// `[workers]`: local workers of `codesweep run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -199,6 +216,9 @@ impl SweepSpec {
         let absolute = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
         if let Some(cceval) = &mut self.cceval {
             cceval.data_dir = absolute(&cceval.data_dir);
+        }
+        if let Some(repoqa) = &mut self.repoqa {
+            repoqa.dataset = absolute(&repoqa.dataset);
         }
         for model in &mut self.models {
             if let Some(path) = &model.path {
@@ -267,9 +287,26 @@ impl SweepSpec {
         if g.top_p.is_nan() || g.top_p <= 0.0 || g.top_p > 1.0 {
             return invalid("generation.top_p".into(), "must be in (0, 1]".into());
         }
-        let Some(cceval) = &self.cceval else {
-            return invalid("cceval".into(), "no benchmark: add a [cceval] section".into());
-        };
+        if self.cceval.is_none() && self.repoqa.is_none() {
+            return invalid("cceval".into(), "no benchmark: add a [cceval] or [repoqa] section".into());
+        }
+        if let Some(repoqa) = &self.repoqa {
+            for (i, language) in repoqa.languages.iter().enumerate() {
+                if let Err(e) = language.parse::<codesweep_tasks::repoqa::Language>() {
+                    return invalid(format!("repoqa.languages[{i}]"), e);
+                }
+            }
+            if let Err(e) = repoqa.options.comment_mode.parse::<codesweep_tasks::repoqa::context::CommentMode>() {
+                return invalid("repoqa.comment_mode".into(), e.to_string());
+            }
+            if repoqa.options.code_context_size == 0 || repoqa.options.max_new_tokens == 0 {
+                return invalid("repoqa.code_context_size".into(), "code_context_size and max_new_tokens must be at least 1".into());
+            }
+            if !repoqa.dataset.is_file() {
+                return invalid("repoqa.dataset".into(), format!("{} is not a file; point it at a RepoQA dataset JSON", repoqa.dataset.display()));
+            }
+        }
+        let Some(cceval) = &self.cceval else { return Ok(()) };
         for (i, language) in cceval.languages.iter().enumerate() {
             if let Err(e) = language.parse::<Language>() {
                 return invalid(format!("cceval.languages[{i}]"), e);

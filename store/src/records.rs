@@ -101,6 +101,34 @@ impl Default for GenerationSpec {
     }
 }
 
+/// RepoQA Searching-Needle-Function settings; the defaults are the official script's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RepoqaOptions {
+    /// Tokens of code context around the needle (official: 16384).
+    pub code_context_size: usize,
+    /// Comment cleaning of the context: `none`, `positional_padding` or `no_padding`.
+    pub comment_mode: String,
+    /// Score with comments removed from answers and needles (official `--ignore-comments`).
+    pub ignore_comments: bool,
+    /// Most new tokens per answer (official: 1024).
+    pub max_new_tokens: usize,
+    /// Tree-sitter grammars: `auto` (the official binaries when installed), `bundled`, or a path.
+    pub grammars: String,
+}
+
+impl Default for RepoqaOptions {
+    fn default() -> Self {
+        Self {
+            code_context_size: 16_384,
+            comment_mode: "none".into(),
+            ignore_comments: false,
+            max_new_tokens: 1024,
+            grammars: "auto".into(),
+        }
+    }
+}
+
 /// The first line of a shard input: what to run and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardHeader {
@@ -124,6 +152,9 @@ pub struct ShardHeader {
     /// CrossCodeEval edit similarity backend (`difflib` or `levenshtein`).
     #[serde(default)]
     pub edit_sim: Option<String>,
+    /// RepoQA: how contexts are built and answers scored.
+    #[serde(default)]
+    pub repoqa: Option<RepoqaOptions>,
     /// Number of example lines that follow.
     pub examples: usize,
 }
@@ -228,6 +259,7 @@ mod tests {
             use_crossfile: false,
             generation: GenerationSpec::default(),
             edit_sim: None,
+            repoqa: None,
             examples: 2,
         }
     }

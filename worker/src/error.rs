@@ -25,9 +25,11 @@ impl WorkerError {
     pub fn retryable(&self) -> bool {
         match self {
             WorkerError::Input { .. } => false,
+            // A bad request (prompt over the context) or an unsupported model fails the same
+            // way on every worker.
             WorkerError::Engine { source, .. } => !matches!(
                 source,
-                codesweep_engine::EngineError::UnsupportedArchitecture { .. }
+                codesweep_engine::EngineError::UnsupportedArchitecture { .. } | codesweep_engine::EngineError::Request { .. }
             ),
             _ => true,
         }

@@ -21,6 +21,7 @@ use tonic::transport::Channel;
 
 use crate::backend::Backend;
 use crate::cceval::run_cceval_shard;
+use crate::repoqa::run_repoqa_shard;
 use crate::error::WorkerError;
 
 type Client = CoordinatorClient<InterceptedService<Channel, AttachToken>>;
@@ -275,7 +276,7 @@ async fn run_lease(
     let (job_header, job_control, job_key) = (header.clone(), control.clone(), key.clone());
     let (results, totals) = tokio::task::spawn_blocking(move || match job_header.benchmark {
         Benchmark::Cceval => run_cceval_shard(&backend, &job_key, &job_header, &examples, &job_control),
-        Benchmark::Repoqa => Err(WorkerError::Input { key: job_key.clone(), message: "RepoQA shards are not supported by this worker".into() }),
+        Benchmark::Repoqa => run_repoqa_shard(&backend, &job_key, &job_header, &examples, &job_control),
     })
     .await
     .map_err(|e| WorkerError::Stopped(format!("shard execution panicked: {e}")))??;

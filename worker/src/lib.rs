@@ -10,8 +10,10 @@ mod backend;
 mod cceval;
 mod error;
 mod lease_loop;
+mod repoqa;
 
 pub use backend::Backend;
 pub use cceval::run_cceval_shard;
 pub use error::WorkerError;
+pub use repoqa::run_repoqa_shard;
 pub use lease_loop::{run_worker, ShardControl, StopMode, WorkerConfig, WorkerReport};

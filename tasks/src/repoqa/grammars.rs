@@ -68,6 +68,20 @@ pub enum GrammarError {
 }
 
 impl RepoqaGrammars {
+    /// Picks grammars by name: `auto` (the official scorer's binaries when installed at
+    /// [`RepoqaGrammars::default_reference_path`], else the bundled ones), `bundled`, or a path
+    /// to a `languages.so`.
+    pub fn choose(choice: &str) -> Result<Self, GrammarError> {
+        match choice {
+            "bundled" => Ok(Self::Bundled),
+            "auto" => match Self::default_reference_path().filter(|p| p.is_file()) {
+                Some(path) => Self::load_reference(&path),
+                None => Ok(Self::Bundled),
+            },
+            path => Self::load_reference(Path::new(path)),
+        }
+    }
+
     /// Loads the reference grammars from a tree-sitter-languages `languages.so`.
     pub fn load_reference(path: &Path) -> Result<Self, GrammarError> {
         // SAFETY: loading runs the library's initialisers; tree-sitter-languages' library is

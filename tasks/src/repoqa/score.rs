@@ -8,7 +8,7 @@ use super::bleu::{function_tokens, sentence_bleu, Bleu};
 use super::code::CodeTools;
 use super::grammars::RepoqaGrammars;
 use super::{Dataset, Language, ModelOutput, Repo};
-use crate::input::FieldError;
+use crate::input::{field, str_field, FieldError};
 use crate::pycompat::json::float_repr;
 
 /// The official similarity thresholds.
@@ -41,6 +41,38 @@ impl TaskResult {
     /// Passes at `threshold`: best match and similarity at least the threshold.
     pub fn passes(&self, threshold: f64) -> bool {
         self.is_best_similar && self.best_similar_score.value() >= threshold
+    }
+
+    /// Reads [`TaskResult::to_json`] back (stored shard results); the integer `0` score is
+    /// the official "no needle overlapped" marker.
+    pub fn from_json(value: &Value) -> Result<Self, FieldError> {
+        let score = field(value, "best_similar_score")?;
+        let best_similar_score = if score.is_i64() || score.is_u64() {
+            Bleu::NoOverlap
+        } else {
+            Bleu::Score(score.as_f64().ok_or_else(|| FieldError {
+                field: "best_similar_score".into(),
+                message: format!("expected a number, found {}", crate::input::kind(score)),
+            })?)
+        };
+        let best_target = match field(value, "best_target")? {
+            Value::Null => None,
+            _ => Some(str_field(value, "best_target")?.to_string()),
+        };
+        Ok(Self {
+            language: str_field(value, "language")?.to_string(),
+            repo: str_field(value, "repo")?.to_string(),
+            name: str_field(value, "name")?.to_string(),
+            is_best_similar: field(value, "is_best_similar")?.as_bool().ok_or_else(|| FieldError {
+                field: "is_best_similar".into(),
+                message: "expected true or false".into(),
+            })?,
+            best_similar_score,
+            best_target,
+            needle_position: field(value, "needle_position")?.clone(),
+            token_start: field(value, "position.token_start")?.clone(),
+            token_end: field(value, "position.token_end")?.clone(),
+        })
     }
 
     /// The official per-task record, with `language` first.
@@ -209,6 +241,18 @@ fn languages_in_order(results: &[TaskResult]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_verdicts_read_back_identically() {
+        for score in [Bleu::NoOverlap, Bleu::Score(0.25)] {
+            let r = TaskResult {
+                language: "rust".into(), repo: "bytes".into(), name: "f".into(), is_best_similar: true,
+                best_similar_score: score, best_target: (score != Bleu::NoOverlap).then(|| "f".to_string()),
+                needle_position: json!(0.05), token_start: json!(3), token_end: json!(9),
+            };
+            assert_eq!(TaskResult::from_json(&r.to_json()).unwrap(), r);
+        }
+    }
     use crate::repoqa::Needle;
 
     fn repo() -> Repo {

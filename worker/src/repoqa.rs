@@ -1,0 +1,111 @@
+//! RepoQA shards: one repository's needles, contexts built with the evaluated model's
+//! tokenizer, the official instruction (inside the model's chat template when it has one),
+//! and the official verdicts.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use codesweep_engine::{ChatMessage, ChatTemplate, GenerateOptions, Request, Sampling};
+use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
+use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
+use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaGrammars, RepoqaScorer};
+use serde_json::{json, Value};
+
+use crate::backend::Backend;
+use crate::error::WorkerError;
+use crate::lease_loop::ShardControl;
+
+/// Runs one RepoQA shard (one repository of one language).
+pub fn run_repoqa_shard(
+    backend: &Backend,
+    key: &str,
+    header: &ShardHeader,
+    records: &[Value],
+    control: &ShardControl,
+) -> Result<(Vec<ExampleResult>, ShardTotals), WorkerError> {
+    let started = Instant::now();
+    let input = |message: String| WorkerError::Input { key: key.to_string(), message };
+    let options = header.repoqa.clone().unwrap_or_default();
+    let language: Language = header.language.parse().map_err(input)?;
+    let mode: CommentMode = options.comment_mode.parse().map_err(input)?;
+    let [record] = records else {
+        return Err(input(format!("expected one repository record, found {}", records.len())));
+    };
+    let document = json!({ header.language.clone(): [record] });
+    let source = SourceDataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
+    let dataset = Dataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
+    let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| input(e.to_string()))?;
+    let Backend::Local(model) = backend else {
+        return Err(input("RepoQA sizes contexts with the model's tokenizer; endpoint models are not supported for RepoQA yet".into()));
+    };
+    let tokenizer = &model.tokenizer;
+    let count = |text: &str| -> Result<usize, TokenizeError> {
+        tokenizer.tokenize(text).map(|ids| ids.len()).map_err(|e| Box::new(e) as TokenizeError)
+    };
+    let tasks = build_snf_tasks(&source, language, options.code_context_size, mode, &count, &grammars)
+        .map_err(|e| input(e.to_string()))?;
+    let template = model.chat_template.as_deref().and_then(|t| ChatTemplate::from_jinja(t).ok());
+    let g = &header.generation;
+    let sampling = if g.temperature > 0.0 {
+        Sampling::Nucleus { temperature: g.temperature, top_p: g.top_p, seed: g.seed }
+    } else {
+        Sampling::Greedy
+    };
+    let mut requests = Vec::with_capacity(tasks.len());
+    for task in &tasks {
+        let user = task.prompt();
+        let prompt = match &template {
+            Some(t) => t
+                .render(&[ChatMessage::new("user", user)])
+                .map_err(|source| WorkerError::Engine { model: header.model.name.clone(), source })?,
+            None => user,
+        };
+        requests.push(Request { sampling, ..Request::greedy(task.task_id(), prompt, options.max_new_tokens) });
+    }
+    let generate_options = GenerateOptions {
+        batch_size: g.batch_size.max(1),
+        max_tokens_in_flight: g.max_tokens_in_flight,
+        ..GenerateOptions::default()
+    };
+    let mut completions = Vec::with_capacity(requests.len());
+    for chunk in requests.chunks(generate_options.batch_size) {
+        if let Some(reason) = control.stop_reason() {
+            return Err(WorkerError::Stopped(reason));
+        }
+        let generation = backend.generate(&header.model.name, chunk, generate_options, |c| {
+            control.examples_done.fetch_add(1, Ordering::Relaxed);
+            control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
+        })?;
+        completions.extend(generation.completions);
+    }
+    let mut scorer = RepoqaScorer::new(options.ignore_comments, grammars);
+    let mut totals = ShardTotals { examples: tasks.len(), ..ShardTotals::default() };
+    let mut results = Vec::with_capacity(tasks.len());
+    for (task, c) in tasks.iter().zip(&completions) {
+        let repo = dataset.repo(&header.language, &task.repo).ok_or_else(|| input(format!("no repository {:?}", task.repo)))?;
+        let output = ModelOutput {
+            language: header.language.clone(),
+            repo: task.repo.clone(),
+            name: task.name.clone(),
+            output: c.text.clone(),
+            position_ratio: json!(task.position_ratio),
+            needle_token_start: json!(task.context.needle_token_start),
+            needle_token_end: json!(task.context.needle_token_end),
+        };
+        let verdict = scorer.score(language, repo, &output);
+        totals.prompt_tokens += c.prompt_tokens as u64;
+        totals.generated_tokens += c.generated_tokens as u64;
+        results.push(ExampleResult {
+            task_id: task.task_id(),
+            completion: c.text.clone(),
+            prediction: verdict.best_target.clone().unwrap_or_default(),
+            prompt_tokens: c.prompt_tokens,
+            generated_tokens: c.generated_tokens,
+            stop_reason: c.stop_reason.as_str().to_string(),
+            seconds: c.elapsed.as_secs_f64(),
+            metrics: verdict.to_json(),
+        });
+    }
+    totals.seconds = started.elapsed().as_secs_f64();
+    Ok((results, totals))
+}
