@@ -180,6 +180,12 @@ impl SweepSpec {
     /// As [`SweepSpec::parse`], optionally without environment overrides (a coordinator
     /// resuming a stored, already resolved spec).
     pub fn parse_with_env(source_name: &str, text: &str, format: SpecFormat, env: bool) -> Result<Self, SpecError> {
+        let spec = Self::parse_unvalidated(source_name, text, format, env)?;
+        spec.validate(source_name)?;
+        Ok(spec)
+    }
+
+    fn parse_unvalidated(source_name: &str, text: &str, format: SpecFormat, env: bool) -> Result<Self, SpecError> {
         let parse = |message: String| SpecError::Parse { source_name: source_name.to_string(), message };
         let file_format = match format {
             SpecFormat::Toml => config::FileFormat::Toml,
@@ -193,9 +199,7 @@ impl SweepSpec {
             );
         }
         let config = builder.build().map_err(|e| parse(e.to_string()))?;
-        let spec: SweepSpec = config.try_deserialize().map_err(|e| parse(e.to_string()))?;
-        spec.validate(source_name)?;
-        Ok(spec)
+        config.try_deserialize().map_err(|e| parse(e.to_string()))
     }
 
     /// Reads and parses a spec file; the format follows the extension (TOML by default).
@@ -205,15 +209,21 @@ impl SweepSpec {
             .map_err(|e| SpecError::Parse { source_name: name.clone(), message: format!("cannot read: {e}") })?;
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("toml");
         let format = SpecFormat::from_name(ext).unwrap_or(SpecFormat::Toml);
-        let mut spec = Self::parse(&name, &text, format)?;
+        let mut spec = Self::parse_unvalidated(&name, &text, format, true)?;
         spec.resolve_paths(path.parent().unwrap_or(Path::new(".")));
+        spec.validate(&name)?;
         Ok(spec)
     }
 
     /// Makes relative data and model paths relative to `base` (the spec file's folder), so a
-    /// spec means the same thing from any working directory.
+    /// spec means the same thing from any working directory; a leading `~/` is the home folder.
     pub fn resolve_paths(&mut self, base: &Path) {
-        let absolute = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let absolute = |p: &Path| match (p.strip_prefix("~"), &home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ if p.is_absolute() => p.to_path_buf(),
+            _ => base.join(p),
+        };
         if let Some(cceval) = &mut self.cceval {
             cceval.data_dir = absolute(&cceval.data_dir);
         }
