@@ -57,7 +57,9 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         println!("listening on http://{address}");
         let token = read_token(&args.token_env);
         let mut stop = stop_on_signals();
+        let signalled = stop.clone();
         let watcher = service.clone();
+        let final_check = service.clone();
         let exit_when_done = args.exit_when_done;
         let shutdown = async move {
             loop {
@@ -74,6 +76,10 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
             }
         };
         serve(service, listener, token.as_deref(), shutdown).await.context("the gRPC server failed")?;
+        // A batch job stopped before its runs ended must not look successful to Kubernetes.
+        if exit_when_done && *signalled.borrow() != StopMode::Run && !final_check.all_finished() {
+            anyhow::bail!("stopped by signal before every run ended; start the coordinator again with --store to resume");
+        }
         Ok(())
     })
 }
@@ -124,11 +130,16 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         };
         let stop = stop_on_signals();
         let report = run_worker(config, stop.clone()).await?;
-        let how = if *stop.borrow() == StopMode::Run { "no work left" } else { "stopped by signal" };
+        let signalled = *stop.borrow() != StopMode::Run;
+        let how = if signalled { "stopped by signal" } else { "no work left" };
         eprintln!(
             "worker exiting ({how}): {} shards done, {} examples, {} failed attempts",
             report.shards_done, report.examples, report.shards_failed
         );
+        // Non-zero so a Job replaces a worker that was stopped while work remained.
+        if signalled {
+            anyhow::bail!("stopped by signal before the coordinator reported the work done");
+        }
         Ok(())
     })
 }
