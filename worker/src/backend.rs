@@ -4,8 +4,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use codesweep_engine::http::{Endpoint, HttpBackend};
-use codesweep_engine::{Completion, GenerateOptions, Generation, Generator, Model, Request, TextTokenizer};
-use codesweep_store::records::ModelSpec;
+use std::sync::atomic::Ordering;
+
+use codesweep_engine::{Completion, GenerateOptions, Generation, Generator, Model, Request, Sampling, TextTokenizer};
+use codesweep_store::records::{GenerationSpec, ModelSpec};
+
+use crate::lease_loop::ShardControl;
 
 use crate::error::WorkerError;
 
@@ -60,4 +64,41 @@ impl Backend {
             Backend::Http(http) => http.generate(requests, on_done).map_err(engine),
         }
     }
+}
+
+/// Greedy at temperature 0, seeded nucleus sampling otherwise.
+pub fn sampling(g: &GenerationSpec) -> Sampling {
+    if g.temperature > 0.0 {
+        Sampling::Nucleus { temperature: g.temperature, top_p: g.top_p, seed: g.seed }
+    } else {
+        Sampling::Greedy
+    }
+}
+
+/// Generates for a shard's requests a few batches per engine call, counting progress in
+/// `control` and stopping with [`WorkerError::Stopped`] between calls when asked to.
+pub fn generate_shard(
+    backend: &Backend,
+    model_name: &str,
+    requests: &[Request],
+    g: &GenerationSpec,
+    control: &ShardControl,
+) -> Result<Vec<Completion>, WorkerError> {
+    let options = GenerateOptions {
+        batch_size: g.batch_size.max(1),
+        max_tokens_in_flight: g.max_tokens_in_flight,
+        ..GenerateOptions::default()
+    };
+    let mut completions = Vec::with_capacity(requests.len());
+    for chunk in requests.chunks(options.batch_size * 4) {
+        if let Some(reason) = control.stop_reason() {
+            return Err(WorkerError::Stopped(reason));
+        }
+        let generation = backend.generate(model_name, chunk, options, |c| {
+            control.examples_done.fetch_add(1, Ordering::Relaxed);
+            control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
+        })?;
+        completions.extend(generation.completions);
+    }
+    Ok(completions)
 }

@@ -1,18 +1,17 @@
 //! CrossCodeEval shards: official prompts, generation stopped at the end of the statement,
 //! and the official per-example metrics.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use codesweep_engine::prompt::{cceval_prompt, PromptBudget};
-use codesweep_engine::{GenerateOptions, Request, Sampling, StopPredicate};
+use codesweep_engine::{Request, StopPredicate};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
 use codesweep_tasks::cceval::{CcevalScorer, EditSimBackend, Example, Language, StatementEnd};
 use codesweep_tasks::input::str_field;
 use serde_json::Value;
 
-use crate::backend::Backend;
+use crate::backend::{generate_shard, sampling, Backend};
 use crate::error::WorkerError;
 use crate::lease_loop::ShardControl;
 
@@ -74,11 +73,7 @@ pub fn run_cceval_shard(
         buffer: g.buffer,
     };
     let engine = |source| WorkerError::Engine { model: header.model.name.clone(), source };
-    let sampling = if g.temperature > 0.0 {
-        Sampling::Nucleus { temperature: g.temperature, top_p: g.top_p, seed: g.seed }
-    } else {
-        Sampling::Greedy
-    };
+    let sampling = sampling(g);
     let mut requests = Vec::with_capacity(examples.len());
     for p in &examples {
         let prompt = match backend.tokenizer() {
@@ -99,23 +94,7 @@ pub fn run_cceval_shard(
             ..Request::greedy(p.example.task_id.clone(), prompt, g.max_new_tokens)
         });
     }
-    let options = GenerateOptions {
-        batch_size: g.batch_size.max(1),
-        max_tokens_in_flight: g.max_tokens_in_flight,
-        ..GenerateOptions::default()
-    };
-    // A few batches per call, so cancellation and progress are timely.
-    let mut completions = Vec::with_capacity(requests.len());
-    for chunk in requests.chunks(options.batch_size * 4) {
-        if let Some(reason) = control.stop_reason() {
-            return Err(WorkerError::Stopped(reason));
-        }
-        let generation = backend.generate(&header.model.name, chunk, options, |c| {
-            control.examples_done.fetch_add(1, Ordering::Relaxed);
-            control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
-        })?;
-        completions.extend(generation.completions);
-    }
+    let completions = generate_shard(backend, &header.model.name, &requests, g, control)?;
     let mut scorer = CcevalScorer::new(language, edit_sim);
     let mut totals = ShardTotals { examples: examples.len(), ..ShardTotals::default() };
     let results = examples

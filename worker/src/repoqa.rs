@@ -2,16 +2,15 @@
 //! tokenizer, the official instruction (inside the model's chat template when it has one),
 //! and the official verdicts.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use codesweep_engine::{ChatMessage, ChatTemplate, GenerateOptions, Request, Sampling};
+use codesweep_engine::{ChatMessage, ChatTemplate, Request};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
 use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
 use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaGrammars, RepoqaScorer};
 use serde_json::{json, Value};
 
-use crate::backend::Backend;
+use crate::backend::{generate_shard, sampling, Backend};
 use crate::error::WorkerError;
 use crate::lease_loop::ShardControl;
 
@@ -46,11 +45,7 @@ pub fn run_repoqa_shard(
         .map_err(|e| input(e.to_string()))?;
     let template = model.chat_template.as_deref().and_then(|t| ChatTemplate::from_jinja(t).ok());
     let g = &header.generation;
-    let sampling = if g.temperature > 0.0 {
-        Sampling::Nucleus { temperature: g.temperature, top_p: g.top_p, seed: g.seed }
-    } else {
-        Sampling::Greedy
-    };
+    let sampling = sampling(g);
     let mut requests = Vec::with_capacity(tasks.len());
     for task in &tasks {
         let user = task.prompt();
@@ -62,22 +57,7 @@ pub fn run_repoqa_shard(
         };
         requests.push(Request { sampling, ..Request::greedy(task.task_id(), prompt, options.max_new_tokens) });
     }
-    let generate_options = GenerateOptions {
-        batch_size: g.batch_size.max(1),
-        max_tokens_in_flight: g.max_tokens_in_flight,
-        ..GenerateOptions::default()
-    };
-    let mut completions = Vec::with_capacity(requests.len());
-    for chunk in requests.chunks(generate_options.batch_size) {
-        if let Some(reason) = control.stop_reason() {
-            return Err(WorkerError::Stopped(reason));
-        }
-        let generation = backend.generate(&header.model.name, chunk, generate_options, |c| {
-            control.examples_done.fetch_add(1, Ordering::Relaxed);
-            control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
-        })?;
-        completions.extend(generation.completions);
-    }
+    let completions = generate_shard(backend, &header.model.name, &requests, g, control)?;
     let mut scorer = RepoqaScorer::new(options.ignore_comments, grammars);
     let mut totals = ShardTotals { examples: tasks.len(), ..ShardTotals::default() };
     let mut results = Vec::with_capacity(tasks.len());
