@@ -21,8 +21,13 @@ fn codesweep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_codesweep"))
 }
 
+/// `$CODESWEEP_GOLDEN`, else `shared/golden` beside the repository.
 fn golden() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden")
+    let dir = std::env::var_os("CODESWEEP_GOLDEN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden"));
+    assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
+    dir
 }
 
 /// The first golden examples with their official BM25 cross-file context, in the official
