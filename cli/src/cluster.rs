@@ -4,17 +4,12 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use codesweep_proto::auth::AttachToken;
-use codesweep_proto::coordinator_client::CoordinatorClient;
 use codesweep_proto::{RunState, RunStatus};
 use codesweep_worker::StopMode;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
 
-/// A coordinator client with the bearer token attached.
-pub type Client = CoordinatorClient<InterceptedService<Channel, AttachToken>>;
+pub use codesweep_proto::client::Client;
 
 /// Flags naming the coordinator and its token.
 #[derive(clap::Args, Clone)]
@@ -45,15 +40,9 @@ pub fn read_token(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|t| !t.is_empty())
 }
 
-/// Connects to a coordinator at `address`.
+/// Connects to a coordinator at `address` (once, no retries).
 pub async fn connect(address: &str, token: Option<&str>) -> Result<Client> {
-    let channel = Channel::from_shared(address.to_string())
-        .with_context(|| format!("bad coordinator address {address:?}"))?
-        .connect()
-        .await
-        .with_context(|| format!("cannot reach the coordinator at {address}"))?;
-    let interceptor = AttachToken::new(token).map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
-    Ok(CoordinatorClient::with_interceptor(channel, interceptor))
+    codesweep_proto::client::connect(address, token, Duration::ZERO).await.map_err(anyhow::Error::msg)
 }
 
 /// A multi-threaded tokio runtime.

@@ -95,8 +95,8 @@ pub struct RescoreArgs {
     /// `<store>/<run id>`.
     run_uri: String,
     /// Edit similarity backend (default: the one the run used).
-    #[arg(long, value_parser = ["difflib", "levenshtein"])]
-    edit_sim: Option<String>,
+    #[arg(long, value_parser = |s: &str| s.parse::<EditSimBackend>())]
+    edit_sim: Option<EditSimBackend>,
     /// Write the rescored report files here (the stored report is left as it is).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -107,13 +107,9 @@ pub struct RescoreArgs {
 /// `codesweep score cceval`.
 pub fn rescore(args: RescoreArgs) -> Result<()> {
     let (store_url, run_id) = split_run_uri(&args.run_uri)?;
-    let edit_sim = args.edit_sim.as_deref().map(|name| match name {
-        "levenshtein" => EditSimBackend::Levenshtein,
-        _ => EditSimBackend::Difflib,
-    });
     runtime()?.block_on(async move {
         let store = RunStore::open(&store_url)?;
-        let report = build_report(&store, &run_id, Scoring::Rescore(edit_sim)).await?;
+        let report = build_report(&store, &run_id, Scoring::Rescore(args.edit_sim)).await?;
         if let Some(dir) = &args.out {
             write_local(dir, &report)?;
         }

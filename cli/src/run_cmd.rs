@@ -8,14 +8,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use codesweep_coordinator::report::{build_report, write_report, Scoring};
 use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
-use codesweep_coordinator::spec::SweepSpec;
+use codesweep_coordinator::spec::{expand_home, SweepSpec};
 use codesweep_proto::{RunState, SubmitRunRequest};
 use codesweep_store::{RunLayout, RunStore};
 use codesweep_worker::{run_worker, StopMode, WorkerConfig};
 
 use crate::cluster::{connect, describe, follow, init_logging, runtime, stop_on_signals};
 use crate::files::print_stdout;
-use crate::services::expand_home;
 
 /// Arguments of `codesweep run`.
 #[derive(clap::Args)]
@@ -47,7 +46,7 @@ pub fn run(args: Args) -> Result<()> {
             .context("cannot listen on loopback")?;
         let address = format!("http://{}", listener.local_addr().context("no local address")?);
         // A fresh token per run: other local users cannot talk to this coordinator.
-        let token = format!("{:032x}", rand_token());
+        let token = format!("{:032x}", rand::random::<u128>());
         let server_token = token.clone();
         let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
@@ -75,7 +74,7 @@ pub fn run(args: Args) -> Result<()> {
                 token: Some(token.clone()),
                 name: format!("local-{i}"),
                 device: spec.workers.device.clone(),
-                model_cache: expand_home("~/.cache/codesweep/models"),
+                model_cache: expand_home(std::path::Path::new("~/.cache/codesweep/models")),
                 connect_timeout: Duration::from_secs(10),
             };
             handles.push(tokio::spawn(run_worker(config, stop.clone())));
@@ -107,12 +106,3 @@ pub fn run(args: Args) -> Result<()> {
     })
 }
 
-fn rand_token() -> u128 {
-    use std::hash::{BuildHasher, Hasher};
-    let state = std::collections::hash_map::RandomState::new();
-    let mut a = state.build_hasher();
-    a.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
-    let mut b = std::collections::hash_map::RandomState::new().build_hasher();
-    b.write_u32(std::process::id());
-    (u128::from(a.finish()) << 64) | u128::from(b.finish())
-}

@@ -39,21 +39,15 @@ pub struct Args {
 }
 
 fn choose_grammars(choice: &str) -> Result<RepoqaGrammars> {
-    match choice {
-        "bundled" => Ok(RepoqaGrammars::Bundled),
-        "auto" => match RepoqaGrammars::default_reference_path().filter(|p| p.is_file()) {
-            Some(path) => Ok(RepoqaGrammars::load_reference(&path)?),
-            None => {
-                eprintln!(
-                    "warning: the official RepoQA grammars are not installed, using the bundled ones; they agree \
-                     except on error-recovered code with --ignore-comments. Run scripts/fetch-repoqa-grammars.sh \
-                     for exact official numbers."
-                );
-                Ok(RepoqaGrammars::Bundled)
-            }
-        },
-        path => Ok(RepoqaGrammars::load_reference(std::path::Path::new(path))?),
+    let grammars = RepoqaGrammars::choose(choice)?;
+    if choice == "auto" && matches!(grammars, RepoqaGrammars::Bundled) {
+        eprintln!(
+            "warning: the official RepoQA grammars are not installed, using the bundled ones; they agree \
+             except on error-recovered code with --ignore-comments. Run scripts/fetch-repoqa-grammars.sh \
+             for exact official numbers."
+        );
     }
+    Ok(grammars)
 }
 
 pub fn run(args: Args) -> Result<()> {

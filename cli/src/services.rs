@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
+use codesweep_coordinator::spec::expand_home;
 use codesweep_worker::{run_worker, StopMode, WorkerConfig};
 
 use crate::cluster::{init_logging, read_token, runtime, stop_on_signals, CoordinatorFlags};
@@ -108,13 +109,6 @@ pub fn default_worker_name() -> String {
     std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "worker".into())
 }
 
-/// Expands a leading `~/`.
-pub fn expand_home(path: &str) -> PathBuf {
-    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => PathBuf::from(path),
-    }
-}
 
 /// Runs a worker until the coordinator says to stop or a signal arrives.
 pub fn worker(args: WorkerArgs) -> Result<()> {
@@ -125,7 +119,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
             token: args.coordinator.token(),
             name: args.name.unwrap_or_else(default_worker_name),
             device: args.device,
-            model_cache: expand_home(&args.model_cache),
+            model_cache: expand_home(std::path::Path::new(&args.model_cache)),
             connect_timeout: Duration::from_secs_f64(args.connect_timeout.max(0.0)),
         };
         let stop = stop_on_signals();

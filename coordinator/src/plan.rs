@@ -312,16 +312,15 @@ fn plan_cceval(
 
 /// Reads a run's stored plan, if it has one.
 pub async fn load_plan(store: &RunStore, layout: &RunLayout) -> Result<Option<Plan>, PlanError> {
-    let key = layout.plan();
-    let Some(text) = store.get_text(&key).await? else { return Ok(None) };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| PlanError::Store(StoreError::Format { key, line: e.line(), message: e.to_string() }))
+    load_json(store, layout.plan()).await
 }
 
-/// Reads a run's stored spec.
+/// Reads a run's stored (resolved) spec, if it has one.
 pub async fn load_spec(store: &RunStore, layout: &RunLayout) -> Result<Option<SweepSpec>, PlanError> {
-    let key = layout.spec();
+    load_json(store, layout.spec()).await
+}
+
+async fn load_json<T: serde::de::DeserializeOwned>(store: &RunStore, key: String) -> Result<Option<T>, PlanError> {
     let Some(text) = store.get_text(&key).await? else { return Ok(None) };
     serde_json::from_str(&text)
         .map(Some)

@@ -164,10 +164,10 @@ async fn rescore_shard(
     let text = store.get_text(&key).await?.ok_or_else(|| record_error(&key, "shard input missing"))?;
     let (_, examples): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
     let language: Language = shard.language.parse().map_err(|e: String| record_error(&key, e))?;
-    let backend = edit_sim.unwrap_or(match shard.edit_sim.as_deref() {
-        Some("levenshtein") => EditSimBackend::Levenshtein,
-        _ => EditSimBackend::Difflib,
-    });
+    let backend = match edit_sim {
+        Some(backend) => backend,
+        None => shard.edit_sim.as_deref().unwrap_or("difflib").parse().map_err(|e: String| record_error(&key, e))?,
+    };
     let by_id: BTreeMap<String, Example> = examples
         .iter()
         .enumerate()
@@ -244,16 +244,15 @@ impl Report {
         for (model, setting) in self.rows() {
             out.push_str(&format!("| {model} | {} |", setting_title(&setting)));
             for l in &languages {
-                match self.cell(&model, &setting, l) {
-                    Some(c) if c.summary.is_some() => {
-                        let s = c.summary.unwrap_or_else(|| unreachable!());
+                match self.cell(&model, &setting, l).and_then(|c| c.summary.map(|s| (c, s))) {
+                    Some((c, s)) => {
                         let mark = if c.examples < c.planned { "*" } else { "" };
                         partial |= !mark.is_empty();
                         for v in [s.em, s.es, s.id_em, s.id_f1] {
                             out.push_str(&format!(" {}{mark} |", fmt2(v)));
                         }
                     }
-                    _ => out.push_str(&" – |".repeat(4)),
+                    None => out.push_str(&" – |".repeat(4)),
                 }
             }
             out.push('\n');

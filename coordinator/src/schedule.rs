@@ -147,9 +147,10 @@ impl Schedule {
         failed: &HashMap<String, String>,
         now: Instant,
     ) {
-        if let Some(index) = self.runs.iter().position(|r| r.layout.run_id() == plan.run_id) {
+        let existing = self.runs.iter().position(|r| r.layout.run_id() == plan.run_id);
+        if let Some(index) = existing {
+            // Leases of the replaced run die with it; their workers learn so at the next heartbeat.
             self.leases.retain(|_, (run, _)| *run != index);
-            self.runs[index].shards.clear();
         }
         let shards: Vec<ShardEntry> = plan
             .shards
@@ -176,7 +177,7 @@ impl Schedule {
             added: now,
             done_when_added,
         };
-        match self.runs.iter().position(|r| r.layout.run_id() == plan.run_id) {
+        match existing {
             Some(index) => self.runs[index] = entry,
             None => self.runs.push(entry),
         }
@@ -249,21 +250,20 @@ impl Schedule {
         worker.loaded_model = loaded_model.to_string();
         worker.last_seen = now;
         let ready = |s: &ShardEntry| matches!(s.state, ShardState::Pending { not_before } if not_before <= now);
-        let mut waiting: HashMap<&str, u64> = HashMap::new();
-        let mut first_of_model: HashMap<&str, (usize, usize)> = HashMap::new();
-        let mut model_order: Vec<&str> = Vec::new();
+        // Per model, in plan order: its first ready shard and its ready examples.
+        let mut models: Vec<(&str, (usize, usize), u64)> = Vec::new();
         for (r, run) in self.runs.iter().enumerate().filter(|(_, r)| !r.cancelled) {
             for (i, shard) in run.shards.iter().enumerate().filter(|(_, s)| ready(s)) {
                 let model = shard.planned.model.as_str();
-                *waiting.entry(model).or_default() += shard.planned.examples as u64;
-                first_of_model.entry(model).or_insert_with(|| {
-                    model_order.push(model);
-                    (r, i)
-                });
+                let examples = shard.planned.examples as u64;
+                match models.iter_mut().find(|(m, _, _)| *m == model) {
+                    Some((_, _, waiting)) => *waiting += examples,
+                    None => models.push((model, (r, i), examples)),
+                }
             }
         }
         let alive = |w: &WorkerEntry| now.saturating_duration_since(w.last_seen) < Duration::from_secs(300);
-        let chosen = if let Some(&at) = first_of_model.get(loaded_model) {
+        let chosen = if let Some(&(_, at, _)) = models.iter().find(|(m, _, _)| *m == loaded_model) {
             at
         } else {
             let workers_on = |model: &str| {
@@ -273,14 +273,14 @@ impl Schedule {
                     .count() as u64
             };
             // Most waiting examples per worker already on the model; ties go to plan order.
-            let best = model_order.iter().copied().fold(None::<(&str, u64, u64)>, |best, model| {
-                let (work, helpers) = (waiting[model], workers_on(model) + 1);
+            let best = models.iter().fold(None::<((usize, usize), u64, u64)>, |best, &(model, at, work)| {
+                let helpers = workers_on(model) + 1;
                 match best {
                     Some((_, w, h)) if work * h <= w * helpers => best,
-                    _ => Some((model, work, helpers)),
+                    _ => Some((at, work, helpers)),
                 }
             })?;
-            first_of_model[best.0]
+            best.0
         };
         let lease_id = self.fresh_id("lease");
         let (r, i) = chosen;
@@ -398,6 +398,11 @@ impl Schedule {
     /// Whether there are runs and every one has ended.
     pub fn all_finished(&self) -> bool {
         !self.runs.is_empty() && self.runs.iter().all(|r| run_state(r) != RunState::Running)
+    }
+
+    /// The store URL of a run.
+    pub fn store_url(&self, run_id: &str) -> Option<&str> {
+        self.runs.iter().find(|r| r.layout.run_id() == run_id).map(|r| r.store_url.as_str())
     }
 
     /// Ids of the known runs.

@@ -133,12 +133,17 @@ impl CoordinatorService {
             .ok_or_else(|| Status::not_found(format!("no run {run_id:?} on this coordinator")))
     }
 
+    /// The store of a known run.
+    fn run_store(&self, run_id: &str) -> Result<RunStore, Status> {
+        let url = self.schedule()?.store_url(run_id).map(str::to_string);
+        self.store(&url.ok_or_else(|| Status::not_found(format!("no run {run_id:?} on this coordinator")))?)
+    }
+
     /// Writes the final failure records the schedule produced.
     async fn record_failures(&self) -> Result<(), Status> {
         let failures = self.schedule()?.take_final_failures();
         for failure in failures {
-            let url = self.run_status(&failure.run_id)?.store_url;
-            let store = self.store(&url)?;
+            let store = self.run_store(&failure.run_id)?;
             let record = serde_json::json!({
                 "shard_id": failure.shard_id, "attempts": failure.attempts, "error": failure.error,
             });
@@ -241,8 +246,7 @@ impl Coordinator for CoordinatorService {
         let request = request.into_inner();
         let target = self.schedule()?.lease_target(&request.worker_id, &request.lease_id);
         let (run_id, shard_id) = target.unwrap_or((request.run_id, request.shard_id));
-        let url = self.run_status(&run_id)?.store_url;
-        let exists = self.store(&url)?.exists(&RunLayout::new(&run_id).result(&shard_id)).await.map_err(internal)?;
+        let exists = self.run_store(&run_id)?.exists(&RunLayout::new(&run_id).result(&shard_id)).await.map_err(internal)?;
         if exists {
             self.schedule()?.mark_done(&run_id, &shard_id);
             tracing::info!(shard = %shard_id, worker = %request.worker_id, "shard done");

@@ -54,6 +54,14 @@ impl SpecFormat {
     }
 }
 
+/// `path` with a leading `~` replaced by the home folder (`$HOME`); otherwise unchanged.
+pub fn expand_home(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// A whole sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -218,11 +226,13 @@ impl SweepSpec {
     /// Makes relative data and model paths relative to `base` (the spec file's folder), so a
     /// spec means the same thing from any working directory; a leading `~/` is the home folder.
     pub fn resolve_paths(&mut self, base: &Path) {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let absolute = |p: &Path| match (p.strip_prefix("~"), &home) {
-            (Ok(rest), Some(home)) => home.join(rest),
-            _ if p.is_absolute() => p.to_path_buf(),
-            _ => base.join(p),
+        let absolute = |p: &Path| {
+            let p = expand_home(p);
+            if p.is_absolute() {
+                p
+            } else {
+                base.join(p)
+            }
         };
         if let Some(cceval) = &mut self.cceval {
             cceval.data_dir = absolute(&cceval.data_dir);
@@ -327,8 +337,8 @@ impl SweepSpec {
                 return invalid(format!("cceval.settings[{i}]"), e.to_string());
             }
         }
-        if !matches!(cceval.edit_sim.as_str(), "difflib" | "levenshtein") {
-            return invalid("cceval.edit_sim".into(), format!("{:?}: expected difflib or levenshtein", cceval.edit_sim));
+        if let Err(e) = cceval.edit_sim.parse::<codesweep_tasks::cceval::EditSimBackend>() {
+            return invalid("cceval.edit_sim".into(), e);
         }
         if !cceval.data_dir.is_dir() {
             return invalid(

@@ -4,6 +4,7 @@
 //! and tonic-prost-build; [`auth`] holds the bearer-token interceptors both ends of the wire use.
 
 pub mod auth;
+pub mod client;
 
 /// Messages and the `Coordinator` service of package `codesweep.v1`.
 #[allow(missing_docs, clippy::all)]

@@ -155,8 +155,7 @@ impl RunStore {
             (folder, dest.to_path_buf())
         };
         for key in &keys {
-            let rel = key.trim_start_matches('/');
-            let target = if keys.len() == 1 && local != dest { local.clone() } else { dest.join(rel) };
+            let target = dest.join(key.trim_start_matches('/'));
             let path = store.path(key);
             let meta = store.store.head(&path).await.map_err(|e| Self::object_error(key, e))?;
             if std::fs::metadata(&target).is_ok_and(|m| m.len() == meta.size) {

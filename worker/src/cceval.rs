@@ -59,11 +59,7 @@ pub fn run_cceval_shard(
     let started = Instant::now();
     let input = |message: String| WorkerError::Input { key: key.to_string(), message };
     let language: Language = header.language.parse().map_err(input)?;
-    let edit_sim = match header.edit_sim.as_deref().unwrap_or("difflib") {
-        "difflib" => EditSimBackend::Difflib,
-        "levenshtein" => EditSimBackend::Levenshtein,
-        other => return Err(input(format!("unknown edit_sim {other:?}"))),
-    };
+    let edit_sim: EditSimBackend = header.edit_sim.as_deref().unwrap_or("difflib").parse().map_err(input)?;
     let examples = prepare(key, header, records)?;
     let g = &header.generation;
     let budget = PromptBudget {

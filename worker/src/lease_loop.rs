@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codesweep_proto::auth::AttachToken;
-use codesweep_proto::coordinator_client::CoordinatorClient;
+use codesweep_proto::client::Client;
 use codesweep_proto::{
     CompleteShardRequest, FailShardRequest, HeartbeatRequest, Lease, LeaseShardRequest, RegisterWorkerRequest,
     ShardStats,
@@ -16,15 +15,11 @@ use codesweep_store::records::{self, Benchmark, ExampleResult, ModelSpec, Result
 use codesweep_store::{RunStore, WriteOutcome};
 use serde_json::Value;
 use tokio::sync::watch;
-use tonic::service::interceptor::InterceptedService;
-use tonic::transport::Channel;
 
 use crate::backend::Backend;
 use crate::cceval::run_cceval_shard;
 use crate::repoqa::run_repoqa_shard;
 use crate::error::WorkerError;
-
-type Client = CoordinatorClient<InterceptedService<Channel, AttachToken>>;
 
 /// How a worker is set up.
 #[derive(Debug, Clone)]
@@ -94,19 +89,9 @@ fn rpc(config: &WorkerConfig) -> impl Fn(tonic::Status) -> WorkerError + '_ {
 }
 
 async fn connect(config: &WorkerConfig) -> Result<Client, WorkerError> {
-    let fail = |message: String| WorkerError::Rpc { address: config.coordinator.clone(), message };
-    let endpoint = Channel::from_shared(config.coordinator.clone()).map_err(|e| fail(e.to_string()))?;
-    let interceptor = AttachToken::new(config.token.as_deref()).map_err(|s| fail(s.message().to_string()))?;
-    let deadline = Instant::now() + config.connect_timeout;
-    loop {
-        match endpoint.connect().await {
-            Ok(channel) => return Ok(CoordinatorClient::with_interceptor(channel, interceptor)),
-            Err(e) if Instant::now() >= deadline => {
-                return Err(fail(format!("cannot connect: {e}; is `codesweep coordinator` running there?")))
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+    codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.connect_timeout)
+        .await
+        .map_err(|message| WorkerError::Rpc { address: config.coordinator.clone(), message })
 }
 
 struct Loaded {
@@ -220,7 +205,6 @@ async fn heartbeats(
             worker_id: worker_id.clone(),
             lease_id: lease_id.clone(),
             examples_done: control.examples_done.load(Ordering::Relaxed),
-            examples_total: 0,
             generated_tokens: control.generated_tokens.load(Ordering::Relaxed),
         };
         match client.heartbeat(request).await {

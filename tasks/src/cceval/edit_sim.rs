@@ -29,6 +29,18 @@ impl EditSimBackend {
     }
 }
 
+impl std::str::FromStr for EditSimBackend {
+    type Err = String;
+
+    /// `difflib` or `levenshtein`, the names [`EditSimBackend::name`] gives.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Self::Difflib, Self::Levenshtein]
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| format!("unknown edit similarity backend `{s}`; expected difflib or levenshtein"))
+    }
+}
+
 /// The official `cal_edit_sim([target], [pred])`: `fuzz.ratio(pred.strip(), target.strip())`,
 /// an integer 0..=100 returned as a float.
 pub fn edit_similarity(pred: &str, target: &str, backend: EditSimBackend) -> f64 {

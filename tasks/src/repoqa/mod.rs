@@ -104,34 +104,45 @@ impl Dataset {
     /// Decodes the official dataset JSON. Errors name the field path, e.g.
     /// `python[2].needles[3].start_line`.
     pub fn from_json(file: &str, value: &Value) -> Result<Self, RecordError> {
-        let at = |e: FieldError| e.at(file, 0);
-        let Value::Object(languages) = value else {
-            return Err(RecordError {
-                file: file.into(),
-                line: 0,
-                field: None,
-                message: format!("expected an object of languages, found {}", kind(value)),
-            });
-        };
-        let mut dataset = Dataset::default();
-        for (language, repos) in languages {
-            let repos = repos.as_array().ok_or_else(|| {
-                at(FieldError { field: language.clone(), message: format!("expected an array of repositories, found {}", kind(repos)) })
-            })?;
-            let decoded = repos
-                .iter()
-                .enumerate()
-                .map(|(i, repo)| decode_repo(repo).map_err(|e| at(prefix(e, &format!("{language}[{i}]")))))
-                .collect::<Result<Vec<_>, _>>()?;
-            dataset.languages.insert(language.clone(), decoded);
-        }
-        Ok(dataset)
+        Ok(Self { languages: decode_languages(file, value, decode_repo)?.into_iter().collect() })
     }
 
     /// The repository `name` of `language`, as the official `_get_repo` finds it (first).
     pub fn repo(&self, language: &str, name: &str) -> Option<&Repo> {
         self.languages.get(language)?.iter().find(|r| r.name == name)
     }
+}
+
+/// Decodes the dataset layout `{lang: [repo, ...]}` in file order, `decode` turning each
+/// repository record into the caller's view; errors name the path, e.g. `python[2].repo`.
+fn decode_languages<R>(
+    file: &str,
+    value: &Value,
+    decode: impl Fn(&Value) -> Result<R, FieldError>,
+) -> Result<Vec<(String, Vec<R>)>, RecordError> {
+    let at = |e: FieldError| e.at(file, 0);
+    let Value::Object(languages) = value else {
+        return Err(RecordError {
+            file: file.into(),
+            line: 0,
+            field: None,
+            message: format!("expected an object of languages, found {}", kind(value)),
+        });
+    };
+    languages
+        .iter()
+        .map(|(language, repos)| {
+            let repos = repos.as_array().ok_or_else(|| {
+                at(FieldError { field: language.clone(), message: format!("expected an array of repositories, found {}", kind(repos)) })
+            })?;
+            let decoded = repos
+                .iter()
+                .enumerate()
+                .map(|(i, repo)| decode(repo).map_err(|e| at(prefix(e, &format!("{language}[{i}]")))))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((language.clone(), decoded))
+        })
+        .collect()
 }
 
 fn prefix(e: FieldError, path: &str) -> FieldError {

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use crate::repoqa::{prefix, usize_field};
+use crate::repoqa::{decode_languages, prefix, usize_field};
 use crate::input::{field, kind, str_field, FieldError, RecordError};
 
 /// One source file of a repository.
@@ -59,28 +59,7 @@ impl SourceDataset {
     /// `preserve_order` does: the file order depends on it). Errors name the field path,
     /// e.g. `python[2].needles[3].end_byte`.
     pub fn from_json(file: &str, value: &Value) -> Result<Self, RecordError> {
-        let at = |e: FieldError| e.at(file, 0);
-        let Value::Object(languages) = value else {
-            return Err(RecordError {
-                file: file.into(),
-                line: 0,
-                field: None,
-                message: format!("expected an object of languages, found {}", kind(value)),
-            });
-        };
-        let mut dataset = SourceDataset::default();
-        for (language, repos) in languages {
-            let repos = repos.as_array().ok_or_else(|| {
-                at(FieldError { field: language.clone(), message: format!("expected an array of repositories, found {}", kind(repos)) })
-            })?;
-            let decoded = repos
-                .iter()
-                .enumerate()
-                .map(|(i, repo)| decode_repo(repo).map_err(|e| at(prefix(e, &format!("{language}[{i}]")))))
-                .collect::<Result<Vec<_>, _>>()?;
-            dataset.languages.push((language.clone(), decoded));
-        }
-        Ok(dataset)
+        Ok(Self { languages: decode_languages(file, value, decode_repo)? })
     }
 
     /// The repositories of `language`, if the dataset has that key.
