@@ -37,6 +37,7 @@ pub fn run(args: Args) -> Result<()> {
     let workers = args.workers.unwrap_or(spec.workers.count).max(1);
     runtime()?.block_on(async move {
         let started = Instant::now();
+        let store = RunStore::open(&spec.run.store)?;
         let service = CoordinatorService::new(CoordinatorOptions {
             heartbeat_interval: Duration::from_millis(500),
             exit_when_done: true,
@@ -64,7 +65,7 @@ pub fn run(args: Args) -> Result<()> {
             .into_inner();
         eprintln!(
             "run {}: {} shards ({} already done) on {workers} local worker(s); results in {}",
-            submitted.run_id, submitted.shards, submitted.already_done, spec.run.store
+            submitted.run_id, submitted.shards, submitted.already_done, store.url()
         );
         let stop = stop_on_signals();
         let mut handles = Vec::new();
@@ -90,7 +91,6 @@ pub fn run(args: Args) -> Result<()> {
         let _ = stop_server.send(());
         let _ = server.await;
         eprintln!("{} in {:.1}s", describe(&status), started.elapsed().as_secs_f64());
-        let store = RunStore::open(&spec.run.store)?;
         let report = build_report(&store, &submitted.run_id, Scoring::Stored).await?;
         write_report(&store, &report).await?;
         print_stdout(&report.markdown())?;

@@ -234,6 +234,15 @@ impl SweepSpec {
                 base.join(p)
             }
         };
+        // A local store is a path like any other (object-store URLs are left alone).
+        let local_store = match self.run.store.split_once("://") {
+            None => Some(self.run.store.as_str()),
+            Some(("file", path)) => Some(path),
+            Some(_) => None,
+        };
+        if let Some(path) = local_store {
+            self.run.store = absolute(Path::new(path)).display().to_string();
+        }
         if let Some(cceval) = &mut self.cceval {
             cceval.data_dir = absolute(&cceval.data_dir);
         }
@@ -382,6 +391,22 @@ mod tests {
         assert!(err.to_string().contains("`models[0].name`"), "{err}");
         let err = SweepSpec::parse_with_env("s.toml", &spec_text("colour = 1"), SpecFormat::Toml, false).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn local_paths_are_relative_to_the_spec_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let text = "[run]\nname = \"r\"\nstore = \"out\"\n[[models]]\nname = \"m\"\npath = \"m.gguf\"\n[cceval]\ndata_dir = \"data\"\n";
+        std::fs::write(dir.path().join("s.toml"), text).unwrap();
+        let spec = SweepSpec::load(&dir.path().join("s.toml")).unwrap();
+        assert_eq!(spec.run.store, dir.path().join("out").display().to_string());
+        assert_eq!(spec.cceval.unwrap().data_dir, data);
+        assert_eq!(spec.models[0].path.as_deref(), Some(dir.path().join("m.gguf").display().to_string().as_str()));
+        let text = text.replace("store = \"out\"", "store = \"s3://bucket/runs\"");
+        std::fs::write(dir.path().join("s.toml"), text).unwrap();
+        assert_eq!(SweepSpec::load(&dir.path().join("s.toml")).unwrap().run.store, "s3://bucket/runs");
     }
 
     #[test]

@@ -67,6 +67,7 @@ impl RunStore {
                 std::env::current_dir().map_err(|e| fail(format!("cannot read the current directory: {e}")))?.join(dir)
             };
             std::fs::create_dir_all(&dir).map_err(|e| fail(format!("cannot create {}: {e}", dir.display())))?;
+            let dir = dir.canonicalize().map_err(|e| fail(format!("cannot resolve {}: {e}", dir.display())))?;
             let store = object_store::local::LocalFileSystem::new_with_prefix(&dir)
                 .map_err(|e| fail(e.to_string()))?
                 .with_automatic_cleanup(true);
