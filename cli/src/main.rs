@@ -35,6 +35,9 @@ enum Command {
     Worker(services::WorkerArgs),
     /// Show a run's progress from its coordinator.
     Status(results_cmd::StatusArgs),
+    /// Cancel a run: lease no more of its shards and stop the running ones (finished results
+    /// stay; submitting the spec again resumes).
+    Cancel(results_cmd::CancelArgs),
     /// Merge a run's stored results into tables (Markdown, CSV, JSON), a scaling plot and
     /// official-format exports.
     Report(results_cmd::ReportArgs),
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Coordinator(args) => services::coordinator(args),
         Command::Worker(args) => services::worker(args),
         Command::Status(args) => results_cmd::status(args),
+        Command::Cancel(args) => results_cmd::cancel(args),
         Command::Report(args) => results_cmd::report(args),
         Command::Rescore(args) => results_cmd::rescore(args),
         Command::Score(ScoreCommand::Cceval(args)) => score_cceval::run(args),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use codesweep_coordinator::report::{build_report, scaling_svg, write_report, Report, Scoring};
-use codesweep_proto::GetRunRequest;
+use codesweep_proto::{CancelRunRequest, GetRunRequest};
 use codesweep_store::RunStore;
 use codesweep_tasks::cceval::EditSimBackend;
 
@@ -45,6 +45,34 @@ pub fn status(args: StatusArgs) -> Result<()> {
             text.push_str(&format!("  failed {} after {} attempt(s): {}\n", failure.shard_id, failure.attempts, failure.error));
         }
         print_stdout(&text)
+    })
+}
+
+/// Arguments of `codesweep cancel`.
+#[derive(clap::Args)]
+pub struct CancelArgs {
+    /// The run id.
+    run: String,
+    #[command(flatten)]
+    coordinator: CoordinatorFlags,
+}
+
+/// Cancels a run: no more shards are leased, workers stop the shards in hand at their next
+/// heartbeat. Finished results stay in the store; submitting the spec again resumes the run.
+pub fn cancel(args: CancelArgs) -> Result<()> {
+    runtime()?.block_on(async move {
+        let mut client = args.coordinator.connect().await?;
+        let answer = client
+            .cancel_run(CancelRunRequest { run_id: args.run.clone() })
+            .await
+            .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+            .into_inner();
+        anyhow::ensure!(answer.cancelled, "the coordinator at {} has no run {:?}", args.coordinator.coordinator, args.run);
+        print_stdout(&format!(
+            "run {} cancelled: no more shards are leased and running ones stop at their next heartbeat; \
+             finished results stay in the store\n",
+            args.run
+        ))
     })
 }
 

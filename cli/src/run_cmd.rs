@@ -77,6 +77,7 @@ pub fn run(args: Args) -> Result<()> {
                 device: spec.workers.device.clone(),
                 model_cache: expand_home(std::path::Path::new("~/.cache/codesweep/models")),
                 connect_timeout: Duration::from_secs(10),
+                reconnect_for: Duration::from_secs(10),
             };
             handles.push(tokio::spawn(run_worker(config, stop.clone())));
         }

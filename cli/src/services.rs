@@ -102,6 +102,10 @@ pub struct WorkerArgs {
     /// Seconds to keep trying to reach the coordinator at start.
     #[arg(long, default_value_t = 60.0)]
     connect_timeout: f64,
+    /// Seconds to keep retrying when the coordinator becomes unreachable later (it restarts and
+    /// rebuilds its state from the store; the shard in hand keeps running and is re-adopted).
+    #[arg(long, default_value_t = 300.0)]
+    reconnect_seconds: f64,
 }
 
 /// The default worker name: `$HOSTNAME` (the pod name on Kubernetes) or "worker".
@@ -121,6 +125,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
             device: args.device,
             model_cache: expand_home(std::path::Path::new(&args.model_cache)),
             connect_timeout: Duration::from_secs_f64(args.connect_timeout.max(0.0)),
+            reconnect_for: Duration::from_secs_f64(args.reconnect_seconds.max(0.0)),
         };
         let stop = stop_on_signals();
         let report = run_worker(config, stop.clone()).await?;

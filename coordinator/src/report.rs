@@ -79,6 +79,48 @@ pub struct Report {
     pub cceval: Vec<CcevalCell>,
     /// RepoQA rows, ordered by model (spec order) and setting.
     pub repoqa: Vec<RepoqaRow>,
+    /// Shards that failed for good and have no result, in shard-id order.
+    pub failures: Vec<FailedShard>,
+}
+
+/// A shard that failed for good: its final failure record in the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedShard {
+    /// The shard.
+    pub shard_id: String,
+    /// Attempts made, when recorded.
+    pub attempts: Option<u64>,
+    /// The last error.
+    pub error: String,
+}
+
+/// Reads a run's final failure records, skipping shards that have a result after all
+/// (a later retry succeeded).
+pub async fn failed_shards(
+    store: &RunStore,
+    layout: &RunLayout,
+    done: &std::collections::HashSet<String>,
+) -> Result<Vec<FailedShard>, StoreError> {
+    let prefix = format!("{}/failures/", layout.run_id());
+    let mut failures = Vec::new();
+    for key in store.list(&format!("{}/failures", layout.run_id())).await? {
+        let Some(shard_id) = key.strip_prefix(&prefix).and_then(|k| k.strip_suffix(".json")) else { continue };
+        if done.contains(shard_id) {
+            continue;
+        }
+        let text = store.get_text(&key).await?.unwrap_or_default();
+        let record = serde_json::from_str::<Value>(&text).ok();
+        let error = record.as_ref().and_then(|v| v["error"].as_str().map(str::to_string)).unwrap_or(text);
+        let attempts = record.as_ref().and_then(|v| v["attempts"].as_u64());
+        failures.push(FailedShard { shard_id: shard_id.to_string(), attempts, error });
+    }
+    failures.sort_by(|a, b| a.shard_id.cmp(&b.shard_id));
+    Ok(failures)
+}
+
+/// Shards of a run whose result objects exist.
+pub async fn done_shards(store: &RunStore, layout: &RunLayout) -> Result<std::collections::HashSet<String>, StoreError> {
+    Ok(store.list(&layout.results_prefix()).await?.iter().filter_map(|k| layout.shard_of_result(k)).collect())
 }
 
 /// The paper's name of a setting.
@@ -149,7 +191,8 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
         });
     }
     let repoqa = repoqa::collect(store, &layout, &plan, &model_order, scoring).await?;
-    Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa })
+    let failures = failed_shards(store, &layout, &done_shards(store, &layout).await?).await?;
+    Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa, failures })
 }
 
 /// Scores a shard's stored completions again against its input examples.
@@ -227,7 +270,22 @@ impl Report {
         if !self.repoqa.is_empty() {
             parts.push(repoqa::markdown(&self.run_id, &self.repoqa));
         }
+        if !self.failures.is_empty() {
+            parts.push(self.failures_markdown());
+        }
         parts.join("\n")
+    }
+
+    /// The shards that failed for good, with their errors (their examples are missing from
+    /// the tables above).
+    pub fn failures_markdown(&self) -> String {
+        let mut out = format!("## Failed shards — run `{}`\n\n| Shard | Attempts | Error |\n|---|---:|---|\n", self.run_id);
+        for f in &self.failures {
+            let attempts = f.attempts.map(|a| a.to_string()).unwrap_or_else(|| "?".into());
+            let error = f.error.replace('|', "\\|").replace('\n', " ");
+            out.push_str(&format!("| {} | {attempts} | {error} |\n", f.shard_id));
+        }
+        out
     }
 
     /// The CrossCodeEval table as Markdown; cells with missing results are marked `*`.
@@ -290,7 +348,9 @@ impl Report {
                 })
             })
             .collect();
-        json!({ "run_id": self.run_id, "cceval": cells, "repoqa": repoqa::json(&self.repoqa) })
+        json!({
+            "run_id": self.run_id, "cceval": cells, "repoqa": repoqa::json(&self.repoqa), "failures": self.failures,
+        })
     }
 
     /// Official-format prediction files: `(relative path, contents)` with one

@@ -107,9 +107,14 @@ pub struct HeartbeatAnswer {
 }
 
 /// Every run the coordinator knows, and its workers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Schedule {
+    /// Random tag in every id this schedule issues, so leases granted by an earlier
+    /// coordinator process (before a restart) are recognised as such.
+    instance: String,
     runs: Vec<RunEntry>,
+    /// No new leases before this instant (after a restart, so running workers can re-adopt theirs).
+    hold_leases_until: Option<Instant>,
     leases: HashMap<String, (usize, usize)>,
     workers: HashMap<String, WorkerEntry>,
     next_id: u64,
@@ -125,6 +130,22 @@ fn backoff(timings: &Timings, attempts: u32) -> Duration {
     timings.retry_backoff.saturating_mul(factor).min(MAX_BACKOFF)
 }
 
+impl Default for Schedule {
+    fn default() -> Self {
+        Self {
+            instance: format!("{:08x}", rand::random::<u32>()),
+            runs: Vec::new(),
+            hold_leases_until: None,
+            leases: HashMap::new(),
+            workers: HashMap::new(),
+            next_id: 0,
+            lease_expirations: 0,
+            retries: 0,
+            final_failures: Vec::new(),
+        }
+    }
+}
+
 impl Schedule {
     /// An empty schedule.
     pub fn new() -> Self {
@@ -133,7 +154,12 @@ impl Schedule {
 
     fn fresh_id(&mut self, kind: &str) -> String {
         self.next_id += 1;
-        format!("{kind}-{}-{:08x}", self.next_id, rand::random::<u32>())
+        format!("{kind}-{}-{}", self.instance, self.next_id)
+    }
+
+    /// Whether `lease_id` was issued by another coordinator process (one that was restarted).
+    fn is_foreign_lease(&self, lease_id: &str) -> bool {
+        !lease_id.strip_prefix("lease-").is_some_and(|rest| rest.starts_with(&format!("{}-", self.instance)))
     }
 
     /// Adds a run (or replaces one with the same id): `done` shards have result objects,
@@ -181,6 +207,13 @@ impl Schedule {
             Some(index) => self.runs[index] = entry,
             None => self.runs.push(entry),
         }
+    }
+
+    /// Grants no new lease before `until`: a restarted coordinator waits a few heartbeats so
+    /// workers still running shards of its predecessor re-adopt them instead of seeing them
+    /// leased to someone else.
+    pub fn hold_leases_until(&mut self, until: Instant) {
+        self.hold_leases_until = Some(until);
     }
 
     /// Registers a worker and returns its id.
@@ -249,6 +282,9 @@ impl Schedule {
             .or_insert(WorkerEntry { loaded_model: String::new(), last_seen: now });
         worker.loaded_model = loaded_model.to_string();
         worker.last_seen = now;
+        if self.hold_leases_until.is_some_and(|until| now < until) {
+            return None;
+        }
         let ready = |s: &ShardEntry| matches!(s.state, ShardState::Pending { not_before } if not_before <= now);
         // Per model, in plan order: its first ready shard and its ready examples.
         let mut models: Vec<(&str, (usize, usize), u64)> = Vec::new();
@@ -305,6 +341,9 @@ impl Schedule {
 
     /// How long a worker that got nothing should wait before asking again.
     pub fn retry_after(&self, now: Instant) -> Duration {
+        if let Some(until) = self.hold_leases_until.filter(|until| now < *until) {
+            return until.saturating_duration_since(now).clamp(Duration::from_millis(50), Duration::from_secs(2));
+        }
         self.runs
             .iter()
             .filter(|r| !r.cancelled)
@@ -326,11 +365,23 @@ impl Schedule {
         }
     }
 
-    /// Renews a lease and records progress.
-    pub fn heartbeat(&mut self, worker_id: &str, lease_id: &str, examples_done: u64, now: Instant) -> HeartbeatAnswer {
+    /// Renews a lease and records progress. `shard` (run id, shard id) lets a restarted
+    /// coordinator adopt a lease its predecessor granted: when `lease_id` is not one of ours and
+    /// the shard is waiting in the queue, the worker keeps it instead of starting over elsewhere.
+    pub fn heartbeat(
+        &mut self,
+        worker_id: &str,
+        lease_id: &str,
+        shard: Option<(&str, &str)>,
+        examples_done: u64,
+        now: Instant,
+    ) -> HeartbeatAnswer {
         self.expire(now);
         if let Some(worker) = self.workers.get_mut(worker_id) {
             worker.last_seen = now;
+        }
+        if let Some((run_id, shard_id)) = shard.filter(|_| self.is_foreign_lease(lease_id)) {
+            self.adopt(worker_id, lease_id, run_id, shard_id, now);
         }
         let Some((r, i)) = self.leased(lease_id, worker_id) else {
             return HeartbeatAnswer { valid: false, cancel: false };
@@ -344,6 +395,31 @@ impl Schedule {
             *expires = now + ttl;
         }
         HeartbeatAnswer { valid: true, cancel }
+    }
+
+    /// Takes over a lease granted before a restart if its shard is still queued.
+    fn adopt(&mut self, worker_id: &str, lease_id: &str, run_id: &str, shard_id: &str, now: Instant) -> bool {
+        if self.leases.contains_key(lease_id) {
+            return false;
+        }
+        let Some(r) = self.runs.iter().position(|run| run.layout.run_id() == run_id && !run.cancelled) else {
+            return false;
+        };
+        let Some(i) = self.runs[r].shards.iter().position(|s| s.planned.shard_id == shard_id) else { return false };
+        let ttl = self.runs[r].timings.lease_ttl;
+        let shard = &mut self.runs[r].shards[i];
+        if !matches!(shard.state, ShardState::Pending { .. }) {
+            return false;
+        }
+        shard.attempts += 1;
+        shard.state = ShardState::Leased { lease_id: lease_id.to_string(), worker_id: worker_id.to_string(), expires: now + ttl };
+        self.leases.insert(lease_id.to_string(), (r, i));
+        self.workers
+            .entry(worker_id.to_string())
+            .or_insert(WorkerEntry { loaded_model: String::new(), last_seen: now })
+            .loaded_model
+            .clone_from(&self.runs[r].shards[i].planned.model);
+        true
     }
 
     /// The run and shard a lease is for, if the lease is still `worker_id`'s.

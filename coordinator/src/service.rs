@@ -19,6 +19,7 @@ use tonic::{Request, Response, Status};
 
 use codesweep_proto::auth::RequireToken;
 use crate::plan::{load_plan, load_spec, plan_run, PlanError};
+use crate::report::{done_shards, failed_shards};
 use crate::schedule::{Schedule, Timings};
 use crate::spec::{SpecFormat, SweepSpec};
 
@@ -118,6 +119,12 @@ impl CoordinatorService {
             self.schedule()?.add_run(&plan, store.url(), timings(&spec), &done, &failed, Instant::now());
             recovered.push(run_id.to_string());
         }
+        if !recovered.is_empty() {
+            // Workers of the previous coordinator may still be running shards: give them a few
+            // heartbeats to re-adopt their leases before anything is leased again.
+            let grace = self.options.heartbeat_interval.saturating_mul(3) + Duration::from_secs(1);
+            self.schedule()?.hold_leases_until(Instant::now() + grace);
+        }
         Ok(recovered)
     }
 
@@ -168,22 +175,8 @@ async fn stored_outcomes(
     store: &RunStore,
     layout: &RunLayout,
 ) -> Result<(HashSet<String>, HashMap<String, String>), StoreError> {
-    let done: HashSet<String> =
-        store.list(&layout.results_prefix()).await?.iter().filter_map(|k| layout.shard_of_result(k)).collect();
-    let mut failed = HashMap::new();
-    let prefix = format!("{}/failures/", layout.run_id());
-    for key in store.list(&format!("{}/failures", layout.run_id())).await? {
-        let Some(shard) = key.strip_prefix(&prefix).and_then(|k| k.strip_suffix(".json")) else { continue };
-        if done.contains(shard) {
-            continue;
-        }
-        let text = store.get_text(&key).await?.unwrap_or_default();
-        let error = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v["error"].as_str().map(str::to_string))
-            .unwrap_or(text);
-        failed.insert(shard.to_string(), error);
-    }
+    let done = done_shards(store, layout).await?;
+    let failed = failed_shards(store, layout, &done).await?.into_iter().map(|f| (f.shard_id, f.error)).collect();
     Ok((done, failed))
 }
 
@@ -233,8 +226,14 @@ impl Coordinator for CoordinatorService {
 
     async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
         let request = request.into_inner();
-        let answer =
-            self.schedule()?.heartbeat(&request.worker_id, &request.lease_id, request.examples_done, Instant::now());
+        let shard = (!request.shard_id.is_empty()).then_some((request.run_id.as_str(), request.shard_id.as_str()));
+        let answer = self.schedule()?.heartbeat(
+            &request.worker_id,
+            &request.lease_id,
+            shard,
+            request.examples_done,
+            Instant::now(),
+        );
         self.record_failures().await?;
         Ok(Response::new(HeartbeatResponse { lease_valid: answer.valid, cancel: answer.cancel }))
     }

@@ -58,6 +58,11 @@ async fn a_restarted_coordinator_redoes_nothing_that_finished() {
     let lease = |loaded: &str| {
         tonic::Request::new(LeaseShardRequest { worker_id: worker.clone(), loaded_model: loaded.to_string() })
     };
+    // For a few heartbeats after the restart nothing is leased: workers still running shards
+    // of the first coordinator re-adopt them first.
+    let held = second.lease_shard(lease("")).await.unwrap().into_inner();
+    assert!(held.lease.is_none() && held.retry_after_ms >= 50, "leased during the adoption grace");
+    tokio::time::sleep(Duration::from_millis(1400)).await;
     let only = second.lease_shard(lease("")).await.unwrap().into_inner().lease.expect("one shard left");
     assert_eq!(only.shard_id, "m/cceval/python/in_file/0002");
     assert!(second.lease_shard(lease("m")).await.unwrap().into_inner().lease.is_none());

@@ -35,6 +35,9 @@ fn prepare(key: &str, header: &ShardHeader, records: &[Value]) -> Result<Vec<Pre
         .iter()
         .enumerate()
         .map(|(i, value)| {
+            if let Some(error) = codesweep_store::records::invalid_record_error(value) {
+                return Err(input(i + 2, format!("corrupt input record: {error}")));
+            }
             let example = Example::from_json(value).map_err(|e| input(i + 2, format!("field `{}`: {}", e.field, e.message)))?;
             let crossfile = if header.use_crossfile {
                 Some(str_field(value, "crossfile_context.text").map_err(|e| input(i + 2, format!("field `{}`: {}", e.field, e.message)))?.to_string())

@@ -36,6 +36,9 @@ pub struct WorkerConfig {
     pub model_cache: PathBuf,
     /// How long to keep trying to reach the coordinator at start.
     pub connect_timeout: Duration,
+    /// How long to keep retrying a call while the coordinator is unreachable later on (a
+    /// restarting coordinator); the shard in hand keeps running meanwhile.
+    pub reconnect_for: Duration,
 }
 
 /// What a worker did before it exited.
@@ -88,6 +91,32 @@ fn rpc(config: &WorkerConfig) -> impl Fn(tonic::Status) -> WorkerError + '_ {
     |status| WorkerError::Rpc { address: config.coordinator.clone(), message: status.message().to_string() }
 }
 
+/// Calls the coordinator, retrying with backoff while it is unreachable, for up to
+/// `config.reconnect_for` (or until the worker is told to stop now).
+async fn call<T, F, Fut>(config: &WorkerConfig, stop: &watch::Receiver<StopMode>, mut attempt: F) -> Result<T, WorkerError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+{
+    let deadline = Instant::now() + config.reconnect_for;
+    let mut wait = Duration::from_millis(200);
+    loop {
+        match attempt().await {
+            Ok(answer) => return Ok(answer.into_inner()),
+            Err(status)
+                if matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown)
+                    && Instant::now() < deadline
+                    && *stop.borrow() != StopMode::Now =>
+            {
+                tracing::warn!(%status, retry_in = ?wait, "the coordinator is unreachable; retrying");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(5));
+            }
+            Err(status) => return Err(rpc(config)(status)),
+        }
+    }
+}
+
 async fn connect(config: &WorkerConfig) -> Result<Client, WorkerError> {
     codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.connect_timeout)
         .await
@@ -101,12 +130,13 @@ struct Loaded {
 
 /// Runs the lease loop until the coordinator says to shut down or `stop` leaves `Run`.
 pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -> Result<WorkerReport, WorkerError> {
-    let mut client = connect(&config).await?;
-    let registered = client
-        .register_worker(RegisterWorkerRequest { name: config.name.clone(), device: config.device.clone() })
-        .await
-        .map_err(rpc(&config))?
-        .into_inner();
+    let client = connect(&config).await?;
+    let registration = RegisterWorkerRequest { name: config.name.clone(), device: config.device.clone() };
+    let registered = call(&config, &stop, || {
+        let (mut client, request) = (client.clone(), registration.clone());
+        async move { client.register_worker(request).await }
+    })
+    .await?;
     let worker_id = registered.worker_id;
     let heartbeat = Duration::from_millis(registered.heartbeat_interval_ms.max(50));
     tracing::info!(worker = %worker_id, coordinator = %config.coordinator, "registered");
@@ -116,11 +146,12 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
     let mut stop_rx = stop.clone();
     while *stop.borrow() == StopMode::Run {
         let loaded_model = loaded.as_ref().map(|l| l.name.clone()).unwrap_or_default();
-        let answer = client
-            .lease_shard(LeaseShardRequest { worker_id: worker_id.clone(), loaded_model })
-            .await
-            .map_err(rpc(&config))?
-            .into_inner();
+        let request = LeaseShardRequest { worker_id: worker_id.clone(), loaded_model };
+        let answer = call(&config, &stop, || {
+            let (mut client, request) = (client.clone(), request.clone());
+            async move { client.lease_shard(request).await }
+        })
+        .await?;
         let Some(lease) = answer.lease else {
             if answer.shutdown {
                 break;
@@ -141,22 +172,24 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
             }
         };
         let control = Arc::new(ShardControl::default());
-        let beats = tokio::spawn(heartbeats(client.clone(), worker_id.clone(), lease.lease_id.clone(), control.clone(), heartbeat, stop.clone()));
+        tracing::info!(shard = %lease.shard_id, attempt = lease.attempt, "shard started");
+        let beats = tokio::spawn(heartbeats(client.clone(), worker_id.clone(), lease.clone(), control.clone(), heartbeat, stop.clone()));
         let outcome = run_lease(&config, &store, &lease, &mut loaded, &worker_id, &control).await;
         beats.abort();
         match outcome {
             Ok(stats) => {
-                let answer = client
-                    .complete_shard(CompleteShardRequest {
-                        worker_id: worker_id.clone(),
-                        lease_id: lease.lease_id.clone(),
-                        stats: Some(stats),
-                        run_id: lease.run_id.clone(),
-                        shard_id: lease.shard_id.clone(),
-                    })
-                    .await
-                    .map_err(rpc(&config))?
-                    .into_inner();
+                let request = CompleteShardRequest {
+                    worker_id: worker_id.clone(),
+                    lease_id: lease.lease_id.clone(),
+                    stats: Some(stats),
+                    run_id: lease.run_id.clone(),
+                    shard_id: lease.shard_id.clone(),
+                };
+                let answer = call(&config, &stop, || {
+                    let (mut client, request) = (client.clone(), request.clone());
+                    async move { client.complete_shard(request).await }
+                })
+                .await?;
                 if answer.accepted {
                     report.shards_done += 1;
                     report.examples += stats.examples as usize;
@@ -169,16 +202,18 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
                     report.shards_failed += 1;
                 }
                 tracing::warn!(shard = %lease.shard_id, %error, release, "shard not finished");
-                client
-                    .fail_shard(FailShardRequest {
-                        worker_id: worker_id.clone(),
-                        lease_id: lease.lease_id.clone(),
-                        error: error.to_string(),
-                        retryable: error.retryable(),
-                        release,
-                    })
-                    .await
-                    .map_err(rpc(&config))?;
+                let request = FailShardRequest {
+                    worker_id: worker_id.clone(),
+                    lease_id: lease.lease_id.clone(),
+                    error: error.to_string(),
+                    retryable: error.retryable(),
+                    release,
+                };
+                call(&config, &stop, || {
+                    let (mut client, request) = (client.clone(), request.clone());
+                    async move { client.fail_shard(request).await }
+                })
+                .await?;
             }
         }
     }
@@ -188,7 +223,7 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
 async fn heartbeats(
     mut client: Client,
     worker_id: String,
-    lease_id: String,
+    lease: Lease,
     control: Arc<ShardControl>,
     every: Duration,
     mut stop: watch::Receiver<StopMode>,
@@ -203,9 +238,11 @@ async fn heartbeats(
         }
         let request = HeartbeatRequest {
             worker_id: worker_id.clone(),
-            lease_id: lease_id.clone(),
+            lease_id: lease.lease_id.clone(),
             examples_done: control.examples_done.load(Ordering::Relaxed),
             generated_tokens: control.generated_tokens.load(Ordering::Relaxed),
+            run_id: lease.run_id.clone(),
+            shard_id: lease.shard_id.clone(),
         };
         match client.heartbeat(request).await {
             Ok(answer) => {
@@ -216,7 +253,8 @@ async fn heartbeats(
                     control.request_stop("the lease was lost (expired and given to another worker)");
                 }
             }
-            // A missed heartbeat is not fatal; the lease survives until its TTL.
+            // A missed heartbeat is not fatal: the lease survives until its TTL, and a restarted
+            // coordinator adopts it at the next heartbeat that gets through.
             Err(status) => tracing::warn!(%status, "heartbeat failed"),
         }
     }

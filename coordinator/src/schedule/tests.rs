@@ -54,7 +54,7 @@ fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
     let (w1, w2) = (schedule.register_worker(t0), schedule.register_worker(t0));
     let first = schedule.lease(&w1, "a", t0).unwrap();
     // Heartbeats keep it alive past the original TTL.
-    assert!(schedule.heartbeat(&w1, &first.lease_id, 4, t0 + Duration::from_secs(8)).valid);
+    assert!(schedule.heartbeat(&w1, &first.lease_id, None, 4, t0 + Duration::from_secs(8)).valid);
     assert!(schedule.lease(&w2, "a", t0 + Duration::from_secs(15)).is_none());
     assert_eq!(schedule.status("r", t0 + Duration::from_secs(15)).unwrap().examples_done, 4);
     // Silence: expired at 18 s, retried after the 1 s backoff.
@@ -62,7 +62,7 @@ fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
     assert!(schedule.lease(&w2, "a", t1).is_none(), "backoff not honoured");
     let second = schedule.lease(&w2, "a", t1 + Duration::from_secs(1)).unwrap();
     assert_eq!(second.attempt, 2);
-    assert!(!schedule.heartbeat(&w1, &first.lease_id, 5, t1).valid, "stale lease accepted");
+    assert!(!schedule.heartbeat(&w1, &first.lease_id, Some(("r", &first.shard_id)), 5, t1).valid, "stale lease accepted");
     assert_eq!(schedule.lease_expirations, 1);
     // Second expiry exhausts max_attempts = 2.
     let t2 = t1 + Duration::from_secs(30);
@@ -125,7 +125,7 @@ fn cancelled_runs_stop_leasing_and_tell_heartbeats() {
     let g = schedule.lease(&w, "a", now).unwrap();
     assert!(schedule.cancel("r"));
     assert!(schedule.lease(&w, "a", now).is_none());
-    assert_eq!(schedule.heartbeat(&w, &g.lease_id, 1, now), HeartbeatAnswer { valid: true, cancel: true });
+    assert_eq!(schedule.heartbeat(&w, &g.lease_id, None, 1, now), HeartbeatAnswer { valid: true, cancel: true });
     assert_eq!(schedule.status("r", now).unwrap().state, RunState::Cancelled as i32);
     assert!(schedule.all_finished());
     assert!(!schedule.cancel("nope"));
@@ -143,4 +143,31 @@ fn a_released_shard_is_leased_again_without_losing_an_attempt() {
     let again = schedule.lease(&w2, "a", now).unwrap();
     assert_eq!((again.shard_id, again.attempt), (g.shard_id, 1));
     assert_eq!(schedule.retries, 0);
+}
+
+#[test]
+fn a_restarted_coordinator_adopts_leases_granted_before_the_restart() {
+    let now = Instant::now();
+    let plan = plan("r", &["a", "b"], 2);
+    let mut before = schedule_with(&plan, now);
+    let w = before.register_worker(now);
+    let old = before.lease(&w, "a", now).unwrap();
+    // The coordinator restarts: a new schedule rebuilt from the store, the shard queued again.
+    let mut after = schedule_with(&plan, now);
+    let target = Some(("r", old.shard_id.as_str()));
+    assert!(after.heartbeat(&w, &old.lease_id, target, 3, now).valid, "the running shard was not adopted");
+    assert_eq!(after.status("r", now).unwrap().shards_running, 1);
+    // Nobody else gets it, and the adopted lease completes like any other.
+    let other = after.register_worker(now);
+    let next = after.lease(&other, "a", now).unwrap();
+    assert_ne!(next.shard_id, old.shard_id);
+    assert_eq!(after.lease_target(&w, &old.lease_id), Some(("r".to_string(), old.shard_id.clone())));
+    // A second worker claiming the same foreign lease, or a shard that is leased already, is refused.
+    assert!(!after.heartbeat(&other, &old.lease_id, target, 1, now).valid);
+    assert!(!after.heartbeat(&w, "lease-feedbeef-9", Some(("r", next.shard_id.as_str())), 1, now).valid);
+    // Our own expired lease is never adopted back (the stale-lease rule above).
+    let own = after.lease(&w, "b", now).unwrap();
+    let later = now + Duration::from_secs(60);
+    after.expire(later);
+    assert!(!after.heartbeat(&w, &own.lease_id, Some(("r", own.shard_id.as_str())), 1, later).valid);
 }

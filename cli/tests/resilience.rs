@@ -1,0 +1,242 @@
+//! What a cluster survives, with real processes over loopback gRPC: a coordinator killed and
+//! restarted mid-run (workers keep their shards and reconnect; nothing finished is redone), a
+//! corrupt data record (only its shard fails, the report lists it), and `codesweep cancel`.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::*;
+
+/// A one-model CrossCodeEval spec (Python and Java, in-file and BM25) with small shards.
+fn write_spec(dir: &Path, name: &str, store: &Path, data: &Path, model: &Path, shard_size: usize) -> PathBuf {
+    let spec = format!(
+        r#"[run]
+name = "{name}"
+store = "{store}"
+shard_size = {shard_size}
+lease_ttl_seconds = 3.0
+retry_backoff_seconds = 0.1
+
+[[models]]
+name = "tiny-qwen2"
+path = "{model}"
+parameters = 1e6
+
+[generation]
+max_new_tokens = 16
+batch_size = 2
+model_max_tokens = 400
+crossfile_max_tokens = 120
+buffer = 16
+
+[cceval]
+data_dir = "{data}"
+"#,
+        store = store.display(),
+        model = model.display(),
+        data = data.display()
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, spec).unwrap();
+    path
+}
+
+/// Result objects in a filesystem store, as shard ids.
+fn finished_shards(store: &Path, run: &str) -> BTreeSet<String> {
+    let root = store.join(run).join("shards");
+    let mut found = BTreeSet::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Some(id) = path.strip_prefix(&root).ok().and_then(|p| p.to_str()).and_then(|p| p.strip_suffix(".jsonl")) {
+                found.insert(id.to_string());
+            }
+        }
+    }
+    found
+}
+
+/// Drops ANSI escape sequences from a log.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How many times each shard was started, from the workers' `shard started` log lines.
+fn executions(logs: &[PathBuf]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for log in logs {
+        let text = strip_ansi(&std::fs::read_to_string(log).unwrap());
+        for line in text.lines().filter(|l| l.contains("shard started")) {
+            let shard = line.split_whitespace().find_map(|w| w.strip_prefix("shard=")).unwrap_or_else(|| panic!("no shard in {line:?}"));
+            *counts.entry(shard.to_string()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+fn wait_until_done(address: &str, run: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let text = status(address, run);
+        if text.contains(": succeeded") || text.contains("failed —") || text.contains(": cancelled") {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "run did not finish: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_restarted_coordinator_finishes_the_run_without_redoing_finished_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let (model, _) = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "restart", &store, &data, &model, 2);
+    // 1 model × 2 languages × (in_file, rg1_bm25) × 10 examples / 2 per shard.
+    let total_shards = 20;
+
+    let (mut first, address) = start_coordinator(&spec, &store);
+    let logs: Vec<PathBuf> = (0..2).map(|i| dir.path().join(format!("worker{i}.log"))).collect();
+    let mut workers: Vec<Guard> =
+        logs.iter().enumerate().map(|(i, log)| start_logged_worker(&address, &format!("w{i}"), log)).collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while finished_shards(&store, "restart").len() < 3 {
+        assert!(Instant::now() < deadline, "no shard finished: {}", status(&address, "restart"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    let finished_before = finished_shards(&store, "restart");
+    assert!(finished_before.len() < total_shards, "the run ended before the coordinator was killed");
+    // The workers keep running (and retrying) while no coordinator is up.
+    std::thread::sleep(Duration::from_millis(800));
+    for worker in &mut workers {
+        assert!(worker.0.try_wait().unwrap().is_none(), "a worker gave up while the coordinator was down");
+    }
+
+    let listen = address.strip_prefix("http://").unwrap();
+    let (mut second, again) = start_coordinator_on(listen, &spec, &store);
+    assert_eq!(again, address);
+    let text = wait_until_done(&address, "restart", Duration::from_secs(180));
+    assert!(text.contains(&format!("shards {total_shards}/{total_shards} done")), "{text}");
+    for worker in &mut workers {
+        assert!(wait_for(worker, Duration::from_secs(30)).success(), "a worker did not exit cleanly");
+    }
+    assert!(wait_for(&mut second, Duration::from_secs(30)).success(), "the restarted coordinator did not exit when done");
+
+    // Every shard ran exactly once: finished ones were not redone, and the ones running during
+    // the restart were adopted by the new coordinator rather than given to another worker.
+    let runs = executions(&logs);
+    assert_eq!(runs.len(), total_shards, "{runs:?}");
+    for shard in &finished_before {
+        assert_eq!(runs.get(shard), Some(&1), "finished shard {shard} was run again: {runs:?}");
+    }
+    assert!(runs.values().all(|&n| n == 1), "a shard ran more than once: {runs:?}");
+    let (cells, _) = report_cells(&store, "restart");
+    assert_eq!(cells.len(), 4);
+    for cell in &cells {
+        assert_eq!((cell["examples"].as_u64(), cell["planned"].as_u64()), (Some(10), Some(10)), "{cell}");
+    }
+}
+
+#[test]
+fn a_corrupt_record_fails_only_its_shard_and_the_report_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    // Break the third Python record of the in-file setting's file (the BM25 file stays intact).
+    let file = data.join("python/line_completion_rg1_bm25.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    std::fs::write(data.join("python/line_completion.jsonl"), {
+        let mut broken = lines.clone();
+        broken[2] = broken[2].chars().take(40).collect();
+        broken.join("\n") + "\n"
+    })
+    .unwrap();
+    // And drop the prompt of the fifth Java record.
+    let java = data.join("java/line_completion_rg1_bm25.jsonl");
+    lines = std::fs::read_to_string(&java).unwrap().lines().map(str::to_string).collect();
+    let mut record: Value = serde_json::from_str(&lines[4]).unwrap();
+    record.as_object_mut().unwrap().remove("prompt");
+    lines[4] = record.to_string();
+    std::fs::write(&java, lines.join("\n") + "\n").unwrap();
+    let (model, _) = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "corrupt", &store, &data, &model, 4);
+
+    let out = codesweep().args(["run", spec.to_str().unwrap(), "--quiet"]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "a run with failed shards must exit 1: {stderr}");
+    assert!(stdout.contains("## Failed shards"), "{stdout}");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(store.join("corrupt/report/report.json")).unwrap()).unwrap();
+    let failures = json["failures"].as_array().unwrap();
+    let ids: Vec<&str> = failures.iter().map(|f| f["shard_id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["tiny-qwen2/cceval/java/in_file/0001", "tiny-qwen2/cceval/java/rg1_bm25/0001", "tiny-qwen2/cceval/python/in_file/0000"]
+    );
+    let python = failures[2]["error"].as_str().unwrap();
+    assert!(python.contains("line_completion.jsonl:3: malformed JSON"), "{python}");
+    let java_error = failures[0]["error"].as_str().unwrap();
+    assert!(java_error.contains("line_completion_rg1_bm25.jsonl:5: field `prompt`"), "{java_error}");
+    // Bad input is not retried.
+    assert!(failures.iter().all(|f| f["attempts"] == 1), "{failures:?}");
+    // Every other shard finished: the cells hold all examples but the failed shards'.
+    for cell in json["cceval"].as_array().unwrap() {
+        let expected = match (cell["language"].as_str().unwrap(), cell["setting"].as_str().unwrap()) {
+            ("python", "in_file") => 6,
+            ("java", _) => 6,
+            _ => 10,
+        };
+        assert_eq!(cell["examples"], expected, "{cell}");
+        assert_eq!(cell["planned"], 10, "{cell}");
+    }
+}
+
+#[test]
+fn cancel_stops_a_run_and_its_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let (model, _) = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "doomed", &store, &data, &model, 2);
+    let (mut coordinator, address) = start_coordinator(&spec, &store);
+
+    let cancel = |run: &str| {
+        codesweep().args(["cancel", run, "--coordinator", &address]).env("CODESWEEP_TOKEN", TOKEN).output().unwrap()
+    };
+    let unknown = cancel("nope");
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("has no run \"nope\""));
+    let out = cancel("doomed");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run doomed cancelled"));
+    assert!(status(&address, "doomed").contains("run doomed: cancelled"));
+    // A worker joining now gets nothing and is told to exit; so does the coordinator.
+    let mut worker = start_worker(&address, "late");
+    assert!(wait_for(&mut worker, Duration::from_secs(30)).success());
+    assert!(wait_for(&mut coordinator, Duration::from_secs(30)).success());
+    assert!(finished_shards(&store, "doomed").is_empty(), "a cancelled run's shards were run");
+}
