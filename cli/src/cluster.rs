@@ -1,6 +1,7 @@
 //! The distributed commands' shared pieces: runtime, logging, signals, coordinator clients,
 //! run URIs and the progress display.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -10,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
 pub use codesweep_proto::client::Client;
+use codesweep_proto::tls::ClientTls;
 
 /// Flags naming the coordinator and its token.
 #[derive(clap::Args, Clone)]
@@ -21,6 +23,14 @@ pub struct CoordinatorFlags {
     /// command line or into logs).
     #[arg(long, default_value = "CODESWEEP_TOKEN")]
     pub token_env: String,
+    /// PEM CA bundle to check an `https://` coordinator's certificate with (default: the public
+    /// web roots).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// Name to check the coordinator's certificate against, when it differs from the address's
+    /// host (e.g. connecting by IP to a certificate issued for a service name).
+    #[arg(long)]
+    pub tls_domain: Option<String>,
 }
 
 impl CoordinatorFlags {
@@ -29,9 +39,27 @@ impl CoordinatorFlags {
         read_token(&self.token_env)
     }
 
+    /// The TLS settings the flags ask for (None when there are none).
+    pub fn tls(&self) -> Result<Option<ClientTls>> {
+        if self.tls_ca.is_none() && self.tls_domain.is_none() {
+            return Ok(None);
+        }
+        let mut tls = ClientTls::default();
+        if let Some(ca) = &self.tls_ca {
+            tls = tls.with_ca_file(ca)?;
+        }
+        if let Some(domain) = &self.tls_domain {
+            tls = tls.with_domain(domain.clone());
+        }
+        Ok(Some(tls))
+    }
+
     /// Connects to the coordinator.
     pub async fn connect(&self) -> Result<Client> {
-        connect(&self.coordinator, self.token().as_deref()).await
+        let tls = self.tls()?;
+        codesweep_proto::client::connect(&self.coordinator, self.token().as_deref(), tls.as_ref(), Duration::ZERO)
+            .await
+            .map_err(anyhow::Error::msg)
     }
 }
 
@@ -40,9 +68,9 @@ pub fn read_token(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|t| !t.is_empty())
 }
 
-/// Connects to a coordinator at `address` (once, no retries).
+/// Connects to a plain (loopback) coordinator at `address` (once, no retries).
 pub async fn connect(address: &str, token: Option<&str>) -> Result<Client> {
-    codesweep_proto::client::connect(address, token, Duration::ZERO).await.map_err(anyhow::Error::msg)
+    codesweep_proto::client::connect(address, token, None, Duration::ZERO).await.map_err(anyhow::Error::msg)
 }
 
 /// A multi-threaded tokio runtime.

@@ -51,7 +51,7 @@ pub fn run(args: Args) -> Result<()> {
         let server_token = token.clone();
         let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
-            serve(service, listener, Some(&server_token), async {
+            serve(service, listener, Some(&server_token), None, async {
                 let _ = server_stopped.await;
             })
             .await
@@ -73,6 +73,7 @@ pub fn run(args: Args) -> Result<()> {
             let config = WorkerConfig {
                 coordinator: address.clone(),
                 token: Some(token.clone()),
+                tls: None,
                 name: format!("local-{i}"),
                 device: spec.workers.device.clone(),
                 model_cache: expand_home(std::path::Path::new("~/.cache/codesweep/models")),

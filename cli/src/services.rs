@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
 use codesweep_coordinator::spec::expand_home;
+use codesweep_proto::tls::ServerTls;
 use codesweep_worker::{run_worker, StopMode, WorkerConfig};
 
 use crate::cluster::{init_logging, read_token, runtime, stop_on_signals, CoordinatorFlags};
@@ -32,11 +33,21 @@ pub struct CoordinatorArgs {
     /// With --exit-when-done: a spec file (TOML/YAML/JSON) to submit at start.
     #[arg(long)]
     submit: Option<PathBuf>,
+    /// Serve TLS only, with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// Runs the coordinator until SIGTERM / Ctrl-C (or, with --exit-when-done, until its runs end).
 pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
     init_logging("info");
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(ServerTls::from_files(cert, key)?),
+        _ => None,
+    };
     runtime()?.block_on(async move {
         let options = CoordinatorOptions {
             heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
@@ -55,7 +66,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
         let address = listener.local_addr().context("no local address")?;
         // The first line of stdout, for scripts and tests that start us on port 0.
-        println!("listening on http://{address}");
+        println!("listening on {}://{address}", if tls.is_some() { "https" } else { "http" });
         let token = read_token(&args.token_env);
         let mut stop = stop_on_signals();
         let signalled = stop.clone();
@@ -76,7 +87,9 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
                 }
             }
         };
-        serve(service, listener, token.as_deref(), shutdown).await.context("the gRPC server failed")?;
+        serve(service, listener, token.as_deref(), tls.as_ref(), shutdown)
+            .await
+            .map_err(|e| anyhow::anyhow!("the gRPC server failed: {}", codesweep_proto::client::error_chain(&e)))?;
         // A batch job stopped before its runs ended must not look successful to Kubernetes.
         if exit_when_done && *signalled.borrow() != StopMode::Run && !final_check.all_finished() {
             anyhow::bail!("stopped by signal before every run ended; start the coordinator again with --store to resume");
@@ -121,6 +134,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         let config = WorkerConfig {
             coordinator: args.coordinator.coordinator.clone(),
             token: args.coordinator.token(),
+            tls: args.coordinator.tls()?,
             name: args.name.unwrap_or_else(default_worker_name),
             device: args.device,
             model_cache: expand_home(std::path::Path::new(&args.model_cache)),

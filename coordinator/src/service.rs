@@ -18,6 +18,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use codesweep_proto::auth::RequireToken;
+use codesweep_proto::tls::ServerTls;
 use crate::plan::{load_plan, load_spec, plan_run, PlanError};
 use crate::report::{done_shards, failed_shards};
 use crate::schedule::{Schedule, Timings};
@@ -318,14 +319,20 @@ impl Coordinator for CoordinatorService {
     }
 }
 
-/// Serves `service` on `listener` until `shutdown` resolves.
+/// Serves `service` on `listener` until `shutdown` resolves; with `tls`, only TLS connections
+/// are accepted.
 pub async fn serve(
     service: CoordinatorService,
     listener: tokio::net::TcpListener,
     token: Option<&str>,
+    tls: Option<&ServerTls>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        builder = builder.tls_config(tls.config())?;
+    }
+    builder
         .add_service(service.into_server(token))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
         .await

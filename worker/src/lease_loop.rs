@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codesweep_proto::client::Client;
+use codesweep_proto::tls::ClientTls;
 use codesweep_proto::{
     CompleteShardRequest, FailShardRequest, HeartbeatRequest, Lease, LeaseShardRequest, RegisterWorkerRequest,
     ShardStats,
@@ -28,6 +29,8 @@ pub struct WorkerConfig {
     pub coordinator: String,
     /// Bearer token for the coordinator, if it requires one.
     pub token: Option<String>,
+    /// TLS settings for an `https://` coordinator (None: plain, or the public web roots).
+    pub tls: Option<ClientTls>,
     /// A name for logs (host or pod name).
     pub name: String,
     /// Default device for local models (`cpu`, `cuda:N`).
@@ -118,7 +121,7 @@ where
 }
 
 async fn connect(config: &WorkerConfig) -> Result<Client, WorkerError> {
-    codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.connect_timeout)
+    codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.tls.as_ref(), config.connect_timeout)
         .await
         .map_err(|message| WorkerError::Rpc { address: config.coordinator.clone(), message })
 }

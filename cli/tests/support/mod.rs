@@ -111,9 +111,15 @@ pub fn start_coordinator(spec: &Path, store: &Path) -> (Guard, String) {
 
 /// Like [`start_coordinator`] on a given address (a restart on the same port).
 pub fn start_coordinator_on(listen: &str, spec: &Path, store: &Path) -> (Guard, String) {
+    start_coordinator_with(listen, spec, store, &[])
+}
+
+/// Like [`start_coordinator_on`] with extra flags.
+pub fn start_coordinator_with(listen: &str, spec: &Path, store: &Path, extra: &[&str]) -> (Guard, String) {
     let mut child = codesweep()
         .args(["coordinator", "--listen", listen, "--heartbeat-seconds", "0.2", "--exit-when-done"])
         .args(["--store", store.to_str().unwrap(), "--submit", spec.to_str().unwrap()])
+        .args(extra)
         .env("CODESWEEP_TOKEN", TOKEN)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
