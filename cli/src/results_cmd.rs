@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use codesweep_coordinator::report::{build_report, scaling_svg, write_report, Report, Scoring};
+use codesweep_coordinator::report::{build_report, scaling_svg, write_report, Report, RescoreOptions, Scoring};
 use codesweep_proto::{CancelRunRequest, GetRunRequest};
 use codesweep_store::RunStore;
 use codesweep_tasks::cceval::EditSimBackend;
@@ -125,19 +125,24 @@ pub struct RescoreArgs {
     /// Edit similarity backend (default: the one the run used).
     #[arg(long, value_parser = |s: &str| s.parse::<EditSimBackend>())]
     edit_sim: Option<EditSimBackend>,
+    /// RepoQA: strip comments from answers and needles before matching (default: as the run
+    /// did).
+    #[arg(long)]
+    ignore_comments: bool,
     /// Write the rescored report files here (the stored report is left as it is).
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
-/// Scores every stored raw completion again with today's scoring code (no model, no GPU) and
-/// prints the tables. Official-format prediction files from other tools are scored with
+/// Scores every stored raw completion again with today's scoring code (no model, no GPU; shards
+/// read concurrently and scored on every core) and prints the tables. Official-format prediction files from other tools are scored with
 /// `codesweep score cceval`.
 pub fn rescore(args: RescoreArgs) -> Result<()> {
     let (store_url, run_id) = split_run_uri(&args.run_uri)?;
     runtime()?.block_on(async move {
         let store = RunStore::open(&store_url)?;
-        let report = build_report(&store, &run_id, Scoring::Rescore(args.edit_sim)).await?;
+        let options = RescoreOptions { edit_sim: args.edit_sim, ignore_comments: args.ignore_comments.then_some(true) };
+        let report = build_report(&store, &run_id, Scoring::Rescore(options)).await?;
         if let Some(dir) = &args.out {
             write_local(dir, &report)?;
         }

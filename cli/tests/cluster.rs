@@ -155,6 +155,26 @@ fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
     assert_eq!(rescored["cceval"].as_array().unwrap(), &cluster);
     assert_eq!(rescored["repoqa"].as_array().unwrap(), &cluster_repoqa);
 
+    // `--ignore-comments` rescoring agrees with the official scorer's option on the export.
+    let rescored_dir = dir.path().join("rescored-ignore-comments");
+    let out = codesweep()
+        .args(["rescore", &format!("{}/sweep", cluster_store.display()), "--ignore-comments"])
+        .args(["--out", rescored_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rescore --ignore-comments failed: {}", String::from_utf8_lossy(&out.stderr));
+    let rescored: Value = serde_json::from_str(&std::fs::read_to_string(rescored_dir.join("report.json")).unwrap()).unwrap();
+    let scored = dir.path().join("scored-repoqa-ignore-comments");
+    let out = codesweep()
+        .args(["score", "repoqa", "--ignore-comments", "--dataset", repoqa_dataset.to_str().unwrap()])
+        .args(["--outputs", outputs.to_str().unwrap(), "--out", scored.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "score repoqa --ignore-comments failed: {}", String::from_utf8_lossy(&out.stderr));
+    let scores: Value = serde_json::from_str(&std::fs::read_to_string(scored.join("scores.json")).unwrap()).unwrap();
+    let row = rescored["repoqa"].as_array().unwrap().iter().find(|r| r["model"] == "tiny-qwen2").unwrap();
+    assert_eq!(row["scores"], scores);
+
     // Running the finished sweep again redoes nothing.
     let out = codesweep().args(["run", single_spec.to_str().unwrap(), "--quiet"]).output().unwrap();
     assert!(out.status.success());

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use codesweep_store::records::{self, Benchmark, ExampleResult, ResultHeader, ShardHeader};
+use codesweep_store::records::Benchmark;
 use codesweep_store::{RunLayout, RunStore, StoreError};
-use codesweep_tasks::cceval::{CcevalScorer, CcevalSummary, EditSimBackend, Example, ExampleMetrics, Language};
+use codesweep_tasks::cceval::{CcevalSummary, EditSimBackend, Language};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -42,9 +42,18 @@ impl From<PlanError> for ReportError {
 pub enum Scoring {
     /// Use the metrics the workers stored.
     Stored,
-    /// Score the stored raw completions again with today's code (`rescore`); optionally with
-    /// another edit-similarity backend.
-    Rescore(Option<EditSimBackend>),
+    /// Score the stored raw completions again with today's code (`rescore`), optionally with
+    /// other scoring settings than the run used.
+    Rescore(RescoreOptions),
+}
+
+/// Scoring settings `rescore` may change; `None` keeps the run's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RescoreOptions {
+    /// CrossCodeEval edit-similarity backend.
+    pub edit_sim: Option<EditSimBackend>,
+    /// RepoQA: strip comments from answers and needles before matching.
+    pub ignore_comments: Option<bool>,
 }
 
 /// One (model, language, setting) cell of the CrossCodeEval table.
@@ -156,6 +165,7 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
         let language = Language::ALL.iter().position(|l| l.name() == shard.language).unwrap_or(usize::MAX);
         cells.entry((model, shard.setting.clone(), language)).or_default().push(shard);
     }
+    let mut scored = load::scored_shards(store, &layout, &plan, scoring).await?;
     let mut out = Vec::new();
     for ((_, setting, _), mut shards) in cells {
         shards.sort_by_key(|s| s.index);
@@ -163,21 +173,12 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
         let mut metrics = Vec::new();
         let mut predictions = Vec::new();
         for shard in &shards {
-            let key = layout.result(&shard.shard_id);
-            let Some(text) = store.get_text(&key).await? else { continue };
-            let (header, results): (ResultHeader, Vec<ExampleResult>) = records::decode(&key, &text)?;
-            let shard_metrics = match scoring {
-                Scoring::Stored => results
-                    .iter()
-                    .map(|r| {
-                        ExampleMetrics::from_detailed_json(&r.metrics)
-                            .map_err(|e| record_error(&key, format!("{}: field `{}`: {}", r.task_id, e.field, e.message)))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                Scoring::Rescore(edit_sim) => rescore_shard(store, &layout, &header.shard, &results, edit_sim).await?,
+            let Some(done) = scored.remove(&shard.shard_id) else { continue };
+            let load::Verdicts::Cceval(shard_metrics) = done.verdicts else {
+                return Err(record_error(&layout.result(&shard.shard_id), "not a CrossCodeEval result"));
             };
             metrics.extend(shard_metrics);
-            predictions.extend(results.into_iter().map(|r| (r.task_id, r.completion)));
+            predictions.extend(done.results.into_iter().map(|r| (r.task_id, r.completion)));
         }
         out.push(CcevalCell {
             model: first.model.clone(),
@@ -190,45 +191,9 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
             predictions,
         });
     }
-    let repoqa = repoqa::collect(store, &layout, &plan, &model_order, scoring).await?;
+    let repoqa = repoqa::collect(&layout, &plan, &model_order, &mut scored)?;
     let failures = failed_shards(store, &layout, &done_shards(store, &layout).await?).await?;
     Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa, failures })
-}
-
-/// Scores a shard's stored completions again against its input examples.
-async fn rescore_shard(
-    store: &RunStore,
-    layout: &RunLayout,
-    shard: &ShardHeader,
-    results: &[ExampleResult],
-    edit_sim: Option<EditSimBackend>,
-) -> Result<Vec<ExampleMetrics>, ReportError> {
-    let key = layout.input(&shard.shard_id);
-    let text = store.get_text(&key).await?.ok_or_else(|| record_error(&key, "shard input missing"))?;
-    let (_, examples): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
-    let language: Language = shard.language.parse().map_err(|e: String| record_error(&key, e))?;
-    let backend = match edit_sim {
-        Some(backend) => backend,
-        None => shard.edit_sim.as_deref().unwrap_or("difflib").parse().map_err(|e: String| record_error(&key, e))?,
-    };
-    let by_id: BTreeMap<String, Example> = examples
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            Example::from_json(v)
-                .map(|e| (e.task_id.clone(), e))
-                .map_err(|e| record_error(&key, format!("line {}: field `{}`: {}", i + 2, e.field, e.message)))
-        })
-        .collect::<Result<_, _>>()?;
-    let mut scorer = CcevalScorer::new(language, backend);
-    results
-        .iter()
-        .map(|r| {
-            let example = by_id.get(&r.task_id).ok_or_else(|| record_error(&key, format!("no example {:?}", r.task_id)))?;
-            let scored = scorer.score(&r.task_id, &example.prompt, &example.groundtruth, &r.completion);
-            Ok(ExampleMetrics::from(&scored))
-        })
-        .collect()
 }
 
 fn fmt2(x: f64) -> String {
@@ -372,6 +337,7 @@ impl Report {
     }
 }
 
+mod load;
 mod plot;
 pub mod repoqa;
 pub use plot::scaling_svg;

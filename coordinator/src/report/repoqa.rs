@@ -1,13 +1,16 @@
 //! The RepoQA part of a report: pass@1 per language at the paper's 0.8 threshold, a
 //! threshold sweep, and official-format outputs for the official `compute_score`.
 
-use codesweep_store::records::{self, Benchmark, ExampleResult, ResultHeader, ShardHeader};
-use codesweep_store::{RunLayout, RunStore};
+use std::collections::HashMap;
+
+use codesweep_store::records::{Benchmark, ExampleResult, ShardHeader};
+use codesweep_store::RunLayout;
 use codesweep_tasks::repoqa::score::official_order;
 use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaGrammars, RepoqaScorer, RepoqaScores, TaskResult, THRESHOLDS};
 use serde_json::{json, Value};
 
-use super::{record_error, ReportError, Scoring};
+use super::load::{ScoredShard, Verdicts};
+use super::{record_error, ReportError};
 use crate::plan::Plan;
 
 /// One model × context setting of RepoQA.
@@ -27,13 +30,13 @@ pub struct RepoqaRow {
     pub scores: RepoqaScores,
 }
 
-/// Reads every RepoQA result of the plan, grouped by (model, setting) in spec order.
-pub(super) async fn collect(
-    store: &RunStore,
+/// Gathers every scored RepoQA shard of the plan (taken out of `scored`), grouped by (model,
+/// setting) in spec order.
+pub(super) fn collect(
     layout: &RunLayout,
     plan: &Plan,
     model_order: &[&str],
-    scoring: Scoring,
+    scored: &mut HashMap<String, ScoredShard>,
 ) -> Result<Vec<RepoqaRow>, ReportError> {
     let mut groups: Vec<((usize, String), Vec<&crate::plan::PlannedShard>)> = Vec::new();
     for shard in plan.shards.iter().filter(|s| s.benchmark == Benchmark::Repoqa) {
@@ -48,20 +51,11 @@ pub(super) async fn collect(
     for (_, shards) in groups {
         let mut outputs = Vec::new();
         for shard in &shards {
-            let key = layout.result(&shard.shard_id);
-            let Some(text) = store.get_text(&key).await? else { continue };
-            let (header, results): (ResultHeader, Vec<ExampleResult>) = records::decode(&key, &text)?;
-            let verdicts = match scoring {
-                Scoring::Stored => results
-                    .iter()
-                    .map(|r| {
-                        TaskResult::from_json(&r.metrics)
-                            .map_err(|e| record_error(&key, format!("{}: field `{}`: {}", r.task_id, e.field, e.message)))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-                Scoring::Rescore(_) => rescore(store, layout, &header.shard, &results).await?,
+            let Some(done) = scored.remove(&shard.shard_id) else { continue };
+            let Verdicts::Repoqa(verdicts) = done.verdicts else {
+                return Err(record_error(&layout.result(&shard.shard_id), "not a RepoQA result"));
             };
-            outputs.extend(verdicts.into_iter().zip(results.into_iter().map(|r| r.completion)));
+            outputs.extend(verdicts.into_iter().zip(done.results.into_iter().map(|r| r.completion)));
         }
         let results = official_order(outputs.iter().map(|(v, _)| v.clone()).collect());
         let scores = RepoqaScores::from_results(&results);
@@ -77,21 +71,26 @@ pub(super) async fn collect(
     Ok(rows)
 }
 
-async fn rescore(store: &RunStore, layout: &RunLayout, shard: &ShardHeader, results: &[ExampleResult]) -> Result<Vec<TaskResult>, ReportError> {
-    let key = layout.input(&shard.shard_id);
-    let text = store.get_text(&key).await?.ok_or_else(|| record_error(&key, "shard input missing"))?;
-    let (_, records): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
+/// Scores a RepoQA shard's stored answers again against its input (the repositories);
+/// `ignore_comments` overrides the run's setting.
+pub(super) fn rescore(
+    key: &str,
+    shard: &ShardHeader,
+    records: &[Value],
+    results: &[ExampleResult],
+    ignore_comments: Option<bool>,
+) -> Result<Vec<TaskResult>, ReportError> {
     let document = json!({ shard.language.clone(): records });
-    let dataset = Dataset::from_json(&key, &document).map_err(|e| record_error(&key, e.to_string()))?;
+    let dataset = Dataset::from_json(key, &document).map_err(|e| record_error(key, e.to_string()))?;
     let options = shard.repoqa.clone().unwrap_or_default();
-    let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| record_error(&key, e.to_string()))?;
-    let language: Language = shard.language.parse().map_err(|e: String| record_error(&key, e))?;
-    let mut scorer = RepoqaScorer::new(options.ignore_comments, grammars);
+    let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| record_error(key, e.to_string()))?;
+    let language: Language = shard.language.parse().map_err(|e: String| record_error(key, e))?;
+    let mut scorer = RepoqaScorer::new(ignore_comments.unwrap_or(options.ignore_comments), grammars);
     results
         .iter()
         .map(|r| {
-            let stored = TaskResult::from_json(&r.metrics).map_err(|e| record_error(&key, e.message))?;
-            let repo = dataset.repo(&shard.language, &stored.repo).ok_or_else(|| record_error(&key, format!("no repository {:?}", stored.repo)))?;
+            let stored = TaskResult::from_json(&r.metrics).map_err(|e| record_error(key, e.message))?;
+            let repo = dataset.repo(&shard.language, &stored.repo).ok_or_else(|| record_error(key, format!("no repository {:?}", stored.repo)))?;
             let output = ModelOutput {
                 language: stored.language.clone(),
                 repo: stored.repo.clone(),
