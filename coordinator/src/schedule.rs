@@ -11,10 +11,15 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use codesweep_proto::{ModelProgress, RunState, RunStatus, ShardFailure};
+use codesweep_proto::RunState;
 use codesweep_store::RunLayout;
 
 use crate::plan::{Plan, PlannedShard};
+
+mod queue;
+mod status;
+use queue::{At, Queue};
+use status::run_state;
 
 /// Lease and retry timings of one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +54,8 @@ struct ShardEntry {
 #[derive(Debug)]
 struct RunEntry {
     layout: RunLayout,
+    /// Shard id → index in `shards`.
+    index_of: HashMap<String, usize>,
     store_url: String,
     timings: Timings,
     shards: Vec<ShardEntry>,
@@ -113,6 +120,8 @@ pub struct Schedule {
     /// coordinator process (before a restart) are recognised as such.
     instance: String,
     runs: Vec<RunEntry>,
+    /// Shards waiting to be leased.
+    queue: Queue,
     /// No new leases before this instant (after a restart, so running workers can re-adopt theirs).
     hold_leases_until: Option<Instant>,
     leases: HashMap<String, (usize, usize)>,
@@ -135,6 +144,7 @@ impl Default for Schedule {
         Self {
             instance: format!("{:08x}", rand::random::<u32>()),
             runs: Vec::new(),
+            queue: Queue::default(),
             hold_leases_until: None,
             leases: HashMap::new(),
             workers: HashMap::new(),
@@ -194,8 +204,10 @@ impl Schedule {
             .collect();
         let done_when_added =
             shards.iter().filter(|s| s.state == ShardState::Done).map(|s| s.planned.examples as u64).sum();
+        let index_of = shards.iter().enumerate().map(|(i, s)| (s.planned.shard_id.clone(), i)).collect();
         let entry = RunEntry {
             layout: RunLayout::new(&plan.run_id),
+            index_of,
             store_url: store_url.to_string(),
             timings,
             shards,
@@ -207,6 +219,59 @@ impl Schedule {
             Some(index) => self.runs[index] = entry,
             None => self.runs.push(entry),
         }
+        self.rebuild_queue(now);
+    }
+
+    /// Recomputes the queue from the shard states (after runs are added or cancelled).
+    fn rebuild_queue(&mut self, now: Instant) {
+        self.queue.clear();
+        for r in 0..self.runs.len() {
+            for i in 0..self.runs[r].shards.len() {
+                if let ShardState::Pending { not_before } = self.runs[r].shards[i].state {
+                    self.enqueue((r, i), not_before, now);
+                }
+            }
+        }
+    }
+
+    /// Puts a pending shard in the queue: ready now, or when its backoff ends. Shards of
+    /// cancelled runs are never queued.
+    fn enqueue(&mut self, (r, i): At, not_before: Instant, now: Instant) {
+        let run = &self.runs[r];
+        if run.cancelled {
+            return;
+        }
+        if not_before <= now {
+            let planned = &run.shards[i].planned;
+            self.queue.add_ready(&planned.model, (r, i), planned.examples as u64);
+        } else {
+            self.queue.delay(not_before, (r, i));
+        }
+    }
+
+    /// Takes a shard out of the ready queue (it is leased or done).
+    fn dequeue(&mut self, (r, i): At) {
+        let planned = &self.runs[r].shards[i].planned;
+        self.queue.remove_ready(&planned.model, (r, i), planned.examples as u64);
+    }
+
+    /// Moves shards whose backoff has ended into the ready queue.
+    fn promote(&mut self, now: Instant) {
+        for (due, (r, i)) in self.queue.due(now) {
+            let still_waiting = matches!(
+                self.runs.get(r).and_then(|run| run.shards.get(i)).map(|s| &s.state),
+                Some(ShardState::Pending { not_before }) if *not_before == due
+            );
+            if still_waiting {
+                self.enqueue((r, i), due, now);
+            }
+        }
+    }
+
+    /// A shard's place by run and shard id.
+    fn find(&self, run_id: &str, shard_id: &str) -> Option<At> {
+        let r = self.runs.iter().position(|run| run.layout.run_id() == run_id)?;
+        Some((r, *self.runs[r].index_of.get(shard_id)?))
     }
 
     /// Grants no new lease before `until`: a restarted coordinator waits a few heartbeats so
@@ -248,8 +313,10 @@ impl Schedule {
         s.last_error = Some(error.clone());
         s.progress = 0;
         if retryable && s.attempts < timings.max_attempts && !cancelled {
-            s.state = ShardState::Pending { not_before: now + backoff(&timings, s.attempts) };
+            let not_before = now + backoff(&timings, s.attempts);
+            s.state = ShardState::Pending { not_before };
             self.retries += 1;
+            self.enqueue((run, shard), not_before, now);
             true
         } else if cancelled {
             s.state = ShardState::Pending { not_before: now };
@@ -285,39 +352,29 @@ impl Schedule {
         if self.hold_leases_until.is_some_and(|until| now < until) {
             return None;
         }
-        let ready = |s: &ShardEntry| matches!(s.state, ShardState::Pending { not_before } if not_before <= now);
-        // Per model, in plan order: its first ready shard and its ready examples.
-        let mut models: Vec<(&str, (usize, usize), u64)> = Vec::new();
-        for (r, run) in self.runs.iter().enumerate().filter(|(_, r)| !r.cancelled) {
-            for (i, shard) in run.shards.iter().enumerate().filter(|(_, s)| ready(s)) {
-                let model = shard.planned.model.as_str();
-                let examples = shard.planned.examples as u64;
-                match models.iter_mut().find(|(m, _, _)| *m == model) {
-                    Some((_, _, waiting)) => *waiting += examples,
-                    None => models.push((model, (r, i), examples)),
-                }
-            }
-        }
+        self.promote(now);
         let alive = |w: &WorkerEntry| now.saturating_duration_since(w.last_seen) < Duration::from_secs(300);
-        let chosen = if let Some(&(_, at, _)) = models.iter().find(|(m, _, _)| *m == loaded_model) {
-            at
-        } else {
-            let workers_on = |model: &str| {
-                self.workers
-                    .iter()
-                    .filter(|(id, w)| id.as_str() != worker_id && w.loaded_model == model && alive(w))
-                    .count() as u64
-            };
-            // Most waiting examples per worker already on the model; ties go to plan order.
-            let best = models.iter().fold(None::<((usize, usize), u64, u64)>, |best, &(model, at, work)| {
-                let helpers = workers_on(model) + 1;
-                match best {
-                    Some((_, w, h)) if work * h <= w * helpers => best,
-                    _ => Some((at, work, helpers)),
-                }
-            })?;
-            best.0
+        let chosen = match self.queue.first(loaded_model) {
+            Some(at) => at,
+            None => {
+                let workers_on = |model: &str| {
+                    self.workers
+                        .iter()
+                        .filter(|(id, w)| id.as_str() != worker_id && w.loaded_model == model && alive(w))
+                        .count() as u64
+                };
+                // Most waiting examples per worker already on the model; ties go to plan order.
+                let best = self.queue.models().into_iter().fold(None::<(At, u64, u64)>, |best, (model, at, work)| {
+                    let helpers = workers_on(model) + 1;
+                    match best {
+                        Some((_, w, h)) if work * h <= w * helpers => best,
+                        _ => Some((at, work, helpers)),
+                    }
+                })?;
+                best.0
+            }
         };
+        self.dequeue(chosen);
         let lease_id = self.fresh_id("lease");
         let (r, i) = chosen;
         let run = &mut self.runs[r];
@@ -344,17 +401,12 @@ impl Schedule {
         if let Some(until) = self.hold_leases_until.filter(|until| now < *until) {
             return until.saturating_duration_since(now).clamp(Duration::from_millis(50), Duration::from_secs(2));
         }
-        self.runs
-            .iter()
-            .filter(|r| !r.cancelled)
-            .flat_map(|r| r.shards.iter())
-            .filter_map(|s| match s.state {
-                ShardState::Pending { not_before } => Some(not_before.saturating_duration_since(now)),
-                _ => None,
-            })
-            .min()
-            .unwrap_or(Duration::from_millis(500))
-            .clamp(Duration::from_millis(50), Duration::from_secs(2))
+        let wait = if self.queue.any_ready() {
+            Duration::ZERO
+        } else {
+            self.queue.next_due().map_or(Duration::from_millis(500), |due| due.saturating_duration_since(now))
+        };
+        wait.clamp(Duration::from_millis(50), Duration::from_secs(2))
     }
 
     fn leased(&mut self, lease_id: &str, worker_id: &str) -> Option<(usize, usize)> {
@@ -402,15 +454,15 @@ impl Schedule {
         if self.leases.contains_key(lease_id) {
             return false;
         }
-        let Some(r) = self.runs.iter().position(|run| run.layout.run_id() == run_id && !run.cancelled) else {
+        let Some((r, i)) = self.find(run_id, shard_id).filter(|&(r, _)| !self.runs[r].cancelled) else {
             return false;
         };
-        let Some(i) = self.runs[r].shards.iter().position(|s| s.planned.shard_id == shard_id) else { return false };
-        let ttl = self.runs[r].timings.lease_ttl;
-        let shard = &mut self.runs[r].shards[i];
-        if !matches!(shard.state, ShardState::Pending { .. }) {
+        if !matches!(self.runs[r].shards[i].state, ShardState::Pending { .. }) {
             return false;
         }
+        self.dequeue((r, i));
+        let ttl = self.runs[r].timings.lease_ttl;
+        let shard = &mut self.runs[r].shards[i];
         shard.attempts += 1;
         shard.state = ShardState::Leased { lease_id: lease_id.to_string(), worker_id: worker_id.to_string(), expires: now + ttl };
         self.leases.insert(lease_id.to_string(), (r, i));
@@ -430,10 +482,13 @@ impl Schedule {
 
     /// Marks a shard done because its result object exists (whoever wrote it).
     pub fn mark_done(&mut self, run_id: &str, shard_id: &str) -> bool {
-        let Some(r) = self.runs.iter().position(|run| run.layout.run_id() == run_id) else { return false };
-        let Some(i) = self.runs[r].shards.iter().position(|s| s.planned.shard_id == shard_id) else { return false };
-        if let ShardState::Leased { lease_id, .. } = &self.runs[r].shards[i].state {
-            self.leases.remove(lease_id);
+        let Some((r, i)) = self.find(run_id, shard_id) else { return false };
+        match &self.runs[r].shards[i].state {
+            ShardState::Leased { lease_id, .. } => {
+                self.leases.remove(lease_id);
+            }
+            ShardState::Pending { .. } => self.dequeue((r, i)),
+            ShardState::Done | ShardState::Failed => {}
         }
         let shard = &mut self.runs[r].shards[i];
         shard.state = ShardState::Done;
@@ -457,18 +512,21 @@ impl Schedule {
         shard.attempts = shard.attempts.saturating_sub(1);
         shard.progress = 0;
         shard.state = ShardState::Pending { not_before: now };
+        self.enqueue((r, i), now, now);
         true
     }
 
     /// Stops leasing a run's shards; returns false for an unknown run.
     pub fn cancel(&mut self, run_id: &str) -> bool {
-        match self.runs.iter_mut().find(|r| r.layout.run_id() == run_id) {
-            Some(run) => {
-                run.cancelled = true;
-                true
+        let Some(r) = self.runs.iter().position(|run| run.layout.run_id() == run_id) else { return false };
+        self.runs[r].cancelled = true;
+        // Out of the ready queue; its delayed entries are dropped when they come due.
+        for i in 0..self.runs[r].shards.len() {
+            if matches!(self.runs[r].shards[i].state, ShardState::Pending { .. }) {
+                self.dequeue((r, i));
             }
-            None => false,
         }
+        true
     }
 
     /// Whether there are runs and every one has ended.
@@ -484,87 +542,6 @@ impl Schedule {
     /// Ids of the known runs.
     pub fn run_ids(&self) -> Vec<String> {
         self.runs.iter().map(|r| r.layout.run_id().to_string()).collect()
-    }
-
-    /// A snapshot of a run's progress.
-    pub fn status(&self, run_id: &str, now: Instant) -> Option<RunStatus> {
-        let run = self.runs.iter().find(|r| r.layout.run_id() == run_id)?;
-        let count = |f: fn(&ShardState) -> bool| run.shards.iter().filter(|s| f(&s.state)).count() as u32;
-        let examples_total: u64 = run.shards.iter().map(|s| s.planned.examples as u64).sum();
-        let examples_done: u64 = run
-            .shards
-            .iter()
-            .map(|s| match s.state {
-                ShardState::Done => s.planned.examples as u64,
-                ShardState::Leased { .. } => s.progress,
-                _ => 0,
-            })
-            .sum();
-        let elapsed = now.saturating_duration_since(run.added).as_secs_f64();
-        let rate = if elapsed > 0.0 { examples_done.saturating_sub(run.done_when_added) as f64 / elapsed } else { 0.0 };
-        let failed_examples: u64 =
-            run.shards.iter().filter(|s| s.state == ShardState::Failed).map(|s| s.planned.examples as u64).sum();
-        let left = examples_total.saturating_sub(examples_done + failed_examples);
-        let eta = if left == 0 { 0.0 } else if rate > 0.0 { left as f64 / rate } else { -1.0 };
-        let mut models: Vec<ModelProgress> = Vec::new();
-        for shard in &run.shards {
-            let model = &shard.planned.model;
-            let index = match models.iter().position(|m| &m.model == model) {
-                Some(i) => i,
-                None => {
-                    let workers = self.workers.values().filter(|w| &w.loaded_model == model).count() as u32;
-                    models.push(ModelProgress { model: model.clone(), workers, ..Default::default() });
-                    models.len() - 1
-                }
-            };
-            models[index].shards_total += 1;
-            models[index].shards_done += u32::from(shard.state == ShardState::Done);
-        }
-        Some(RunStatus {
-            run_id: run_id.to_string(),
-            state: run_state(run) as i32,
-            shards_total: run.shards.len() as u32,
-            shards_done: count(|s| *s == ShardState::Done),
-            shards_running: count(|s| matches!(s, ShardState::Leased { .. })),
-            shards_failed: count(|s| *s == ShardState::Failed),
-            examples_total,
-            examples_done,
-            examples_per_second: rate,
-            eta_seconds: eta,
-            failures: run
-                .shards
-                .iter()
-                .filter(|s| s.state == ShardState::Failed)
-                .map(|s| ShardFailure {
-                    shard_id: s.planned.shard_id.clone(),
-                    attempts: s.attempts,
-                    error: s.last_error.clone().unwrap_or_default(),
-                })
-                .collect(),
-            models,
-            store_url: run.store_url.clone(),
-            retries: self.retries,
-            lease_expirations: self.lease_expirations,
-        })
-    }
-}
-
-fn run_state(run: &RunEntry) -> RunState {
-    if run.cancelled {
-        return RunState::Cancelled;
-    }
-    let mut failed = false;
-    for shard in &run.shards {
-        match shard.state {
-            ShardState::Done => {}
-            ShardState::Failed => failed = true,
-            _ => return RunState::Running,
-        }
-    }
-    if failed {
-        RunState::FinishedWithFailures
-    } else {
-        RunState::Succeeded
     }
 }
 

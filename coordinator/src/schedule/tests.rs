@@ -171,3 +171,22 @@ fn a_restarted_coordinator_adopts_leases_granted_before_the_restart() {
     after.expire(later);
     assert!(!after.heartbeat(&w, &own.lease_id, Some(("r", own.shard_id.as_str())), 1, later).valid);
 }
+
+#[test]
+fn queued_shards_leave_the_queue_when_done_elsewhere_or_cancelled() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["a"], 3);
+    let mut schedule = schedule_with(&plan, t0);
+    let w = schedule.register_worker(t0);
+    // A result that appears for a queued shard (a worker of a previous coordinator) takes it
+    // out of the queue.
+    assert!(schedule.mark_done("r", &plan.shards[0].shard_id));
+    let g = schedule.lease(&w, "a", t0).unwrap();
+    assert_eq!(g.shard_id, plan.shards[1].shard_id);
+    // A shard waiting out its backoff when the run is cancelled never comes back.
+    assert!(schedule.fail(&w, &g.lease_id, "oom".into(), true, t0));
+    assert!(schedule.cancel("r"));
+    let later = t0 + Duration::from_secs(30);
+    assert!(schedule.lease(&w, "a", later).is_none());
+    assert_eq!(schedule.status("r", later).unwrap().state, RunState::Cancelled as i32);
+}

@@ -1,0 +1,90 @@
+//! Progress snapshots of a run (what `codesweep status` shows) and a run's overall state.
+
+use std::time::Instant;
+
+use codesweep_proto::{ModelProgress, RunState, RunStatus, ShardFailure};
+
+use super::{RunEntry, Schedule, ShardState};
+
+impl Schedule {
+    /// A snapshot of a run's progress.
+    pub fn status(&self, run_id: &str, now: Instant) -> Option<RunStatus> {
+        let run = self.runs.iter().find(|r| r.layout.run_id() == run_id)?;
+        let count = |f: fn(&ShardState) -> bool| run.shards.iter().filter(|s| f(&s.state)).count() as u32;
+        let examples_total: u64 = run.shards.iter().map(|s| s.planned.examples as u64).sum();
+        let examples_done: u64 = run
+            .shards
+            .iter()
+            .map(|s| match s.state {
+                ShardState::Done => s.planned.examples as u64,
+                ShardState::Leased { .. } => s.progress,
+                _ => 0,
+            })
+            .sum();
+        let elapsed = now.saturating_duration_since(run.added).as_secs_f64();
+        let rate = if elapsed > 0.0 { examples_done.saturating_sub(run.done_when_added) as f64 / elapsed } else { 0.0 };
+        let failed_examples: u64 =
+            run.shards.iter().filter(|s| s.state == ShardState::Failed).map(|s| s.planned.examples as u64).sum();
+        let left = examples_total.saturating_sub(examples_done + failed_examples);
+        let eta = if left == 0 { 0.0 } else if rate > 0.0 { left as f64 / rate } else { -1.0 };
+        let mut models: Vec<ModelProgress> = Vec::new();
+        for shard in &run.shards {
+            let model = &shard.planned.model;
+            let index = match models.iter().position(|m| &m.model == model) {
+                Some(i) => i,
+                None => {
+                    let workers = self.workers.values().filter(|w| &w.loaded_model == model).count() as u32;
+                    models.push(ModelProgress { model: model.clone(), workers, ..Default::default() });
+                    models.len() - 1
+                }
+            };
+            models[index].shards_total += 1;
+            models[index].shards_done += u32::from(shard.state == ShardState::Done);
+        }
+        Some(RunStatus {
+            run_id: run_id.to_string(),
+            state: run_state(run) as i32,
+            shards_total: run.shards.len() as u32,
+            shards_done: count(|s| *s == ShardState::Done),
+            shards_running: count(|s| matches!(s, ShardState::Leased { .. })),
+            shards_failed: count(|s| *s == ShardState::Failed),
+            examples_total,
+            examples_done,
+            examples_per_second: rate,
+            eta_seconds: eta,
+            failures: run
+                .shards
+                .iter()
+                .filter(|s| s.state == ShardState::Failed)
+                .map(|s| ShardFailure {
+                    shard_id: s.planned.shard_id.clone(),
+                    attempts: s.attempts,
+                    error: s.last_error.clone().unwrap_or_default(),
+                })
+                .collect(),
+            models,
+            store_url: run.store_url.clone(),
+            retries: self.retries,
+            lease_expirations: self.lease_expirations,
+        })
+    }
+}
+
+pub(super) fn run_state(run: &RunEntry) -> RunState {
+    if run.cancelled {
+        return RunState::Cancelled;
+    }
+    let mut failed = false;
+    for shard in &run.shards {
+        match shard.state {
+            ShardState::Done => {}
+            ShardState::Failed => failed = true,
+            _ => return RunState::Running,
+        }
+    }
+    if failed {
+        RunState::FinishedWithFailures
+    } else {
+        RunState::Succeeded
+    }
+}
