@@ -227,7 +227,7 @@ pub fn build(repositories: &[Repository], options: Options) -> Result<Dataset, D
             .par_iter()
             .enumerate()
             .map_init(PythonStatementCutter::new, |cutter, (index, file)| {
-                file_candidates(repository, index, file, &entities[index], options, cutter)
+                file_candidates(index, file, &entities[index], options, cutter)
             })
             .collect();
         let mut candidates = Vec::new();
@@ -282,7 +282,6 @@ pub fn build(repositories: &[Repository], options: Options) -> Result<Dataset, D
 /// The candidates of one file that pass the per-example filters, what those removed, and how
 /// many entities there were.
 fn file_candidates(
-    repository: &Repository,
     index: usize,
     file: &ParsedFile,
     entities: &[Entity],
@@ -299,7 +298,7 @@ fn file_candidates(
             dropped.no_statement_end += 1;
             continue;
         }
-        let mut rng = SplitMix64::for_entity(options.seed, &repository.name, file.path, entity.start);
+        let mut rng = SplitMix64::for_entity(options.seed, file.path, entity.start);
         let cursor_token = rng.pick(choices);
         let cursor = tokens[cursor_token].start;
         let end = match reference_end(file.text, &tokens, cursor_token, language, cutter) {
