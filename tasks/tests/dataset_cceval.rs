@@ -164,7 +164,7 @@ fn duplicate_references_across_repositories_are_dropped() {
 fn java_examples() {
     let circle = "package com.acme.shapes;\n\npublic class Circle {\n    public static final double PI = 3.14;\n    public double radius;\n    public double area() { return PI * radius * radius; }\n    public static Circle unit() { return new Circle(); }\n}\n".to_string();
     let app = format!(
-        "package com.acme.app;\n\nimport com.acme.shapes.Circle;\nimport java.util.List;\n\npublic class App {{\n    private Circle cached;\n\n    public double run(Circle c) {{\n{}        double a = c.area();\n        Circle u = Circle.unit();\n        double p = Circle.PI * 2;\n        this.cached.radius = 3;\n        List<String> names = List.of(\"x\");\n        names.size();\n        return a + u.area();\n    }}\n}}\n",
+        "package com.acme.app;\n\nimport com.acme.shapes.Circle;\nimport java.util.List;\n\npublic class App {{\n    private Circle cached;\n\n    public double run(Circle c) {{\n{}        double a = c.area();\n        Circle u = Circle.unit();\n        double p = Circle.PI * 2;\n        this.cached.radius = 3;\n        List<String> names = List.of(\"x\");\n        names.size();\n        String s = c.describe(\"{{x}}\");\n        return a + u.area();\n    }}\n\n    public int other(String c) {{\n        return c.length();\n    }}\n}}\n",
         filler(Language::Java, 20, "        ")
     );
     let square = format!(
@@ -181,7 +181,10 @@ fn java_examples() {
     )];
     let dataset = build(&repositories, Options { language: Language::Java, seed: 3 }).unwrap();
     check_examples(&dataset, &repositories, Language::Java);
+    // `describe` is dropped: its reference holds a `{` in a string, where the scorer would cut it.
+    // `c.length()` in `other` is a String parameter: the Circle `c` of `run` is out of scope there.
     assert_eq!(entities_of(&dataset, "src/com/acme/app/App.java"), names(&["area", "unit", "PI", "radius"]));
+    assert_eq!(dataset.summary.dropped.no_statement_end, 1);
     // Same package: Circle is visible without an import.
     assert_eq!(entities_of(&dataset, "src/com/acme/shapes/Square.java"), names(&["unit"]));
     assert!(entities_of(&dataset, "src/com/acme/shapes/Circle.java").is_empty(), "a class's own members are not cross-file");

@@ -6,9 +6,22 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use super::uses::{base_type_name, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes};
+use super::uses::{
+    base_type_name, enclosing_scope, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes,
+};
 
 const SHAPES: UseShapes = UseShapes { members: &[("member_access_expression", "expression", "name")], calls: &[] };
+
+/// Nodes that scope local variables and parameters.
+const FUNCTIONS: &[&str] = &[
+    "method_declaration",
+    "constructor_declaration",
+    "local_function_statement",
+    "lambda_expression",
+    "accessor_declaration",
+    "operator_declaration",
+    "anonymous_method_expression",
+];
 
 const TYPE_DECLARATIONS: &[&str] = &[
     "class_declaration",
@@ -147,7 +160,7 @@ fn bind_instances(file: &ParsedFile, bindings: &mut Bindings) {
     let source = file.text;
     let is_project_type =
         |bindings: &Bindings, t: Node| bindings.get(base_type_name(text(t, source))) == Some(Binding::Type);
-    let mut found: Vec<String> = Vec::new();
+    let mut found: Vec<(String, Option<usize>)> = Vec::new();
     walk(&file.tree, |node| match node.kind() {
         "variable_declaration" => {
             let Some(declared_type) = node.child_by_field_name("type") else { return };
@@ -166,9 +179,11 @@ fn bind_instances(file: &ParsedFile, bindings: &mut Bindings) {
                 if is_project_type(bindings, declared_type) || (declared_type.kind() == "implicit_type" && created()) {
                     let name = text(name, source);
                     if field {
-                        found.push(format!("this.{name}"));
+                        found.push((format!("this.{name}"), None));
+                        found.push((name.to_string(), None));
+                    } else {
+                        found.push((name.to_string(), enclosing_scope(node, FUNCTIONS)));
                     }
-                    found.push(name.to_string());
                 }
             }
         }
@@ -180,14 +195,16 @@ fn bind_instances(file: &ParsedFile, bindings: &mut Bindings) {
             if is_project_type(bindings, declared_type) {
                 let name = text(name, source);
                 if node.kind() == "property_declaration" {
-                    found.push(format!("this.{name}"));
+                    found.push((format!("this.{name}"), None));
+                    found.push((name.to_string(), None));
+                } else {
+                    found.push((name.to_string(), enclosing_scope(node, FUNCTIONS)));
                 }
-                found.push(name.to_string());
             }
         }
         _ => {}
     });
-    for name in found {
-        bindings.bind(&name, Binding::Instance);
+    for (name, scope) in found {
+        bindings.bind_instance(&name, scope);
     }
 }

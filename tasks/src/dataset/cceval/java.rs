@@ -1,14 +1,20 @@
 //! Java: project types (declared in other files and visible through an import, a wildcard
 //! import or the same package), variables declared with them, and the member accesses on both.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use super::uses::{base_type_name, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes};
+use super::uses::{
+    base_type_name, enclosing_scope, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes,
+};
 
 const SHAPES: UseShapes =
     UseShapes { members: &[("field_access", "object", "field"), ("method_invocation", "object", "name")], calls: &[] };
+
+/// Nodes that scope local variables and parameters.
+const FUNCTIONS: &[&str] =
+    &["method_declaration", "constructor_declaration", "compact_constructor_declaration", "lambda_expression"];
 
 const TYPE_DECLARATIONS: &[&str] =
     &["class_declaration", "interface_declaration", "enum_declaration", "record_declaration", "annotation_type_declaration"];
@@ -99,7 +105,7 @@ fn bind_instances(file: &ParsedFile, bindings: &mut Bindings) {
     let is_project_type = |bindings: &Bindings, node: Option<Node>| {
         node.is_some_and(|t| bindings.get(base_type_name(text(t, source))) == Some(Binding::Type))
     };
-    let mut found: Vec<(String, bool)> = Vec::new();
+    let mut found: Vec<(String, Option<usize>, bool)> = Vec::new();
     walk(&file.tree, |node| match node.kind() {
         "local_variable_declaration" | "field_declaration" => {
             if !is_project_type(bindings, node.child_by_field_name("type")) {
@@ -109,7 +115,8 @@ fn bind_instances(file: &ParsedFile, bindings: &mut Bindings) {
             let mut cursor = node.walk();
             for declarator in node.children_by_field_name("declarator", &mut cursor) {
                 if let Some(name) = declarator.child_by_field_name("name") {
-                    found.push((text(name, source).to_string(), field));
+                    let scope = if field { None } else { enclosing_scope(node, FUNCTIONS) };
+                    found.push((text(name, source).to_string(), scope, field));
                 }
             }
         }
@@ -117,18 +124,15 @@ fn bind_instances(file: &ParsedFile, bindings: &mut Bindings) {
             if is_project_type(bindings, node.child_by_field_name("type")) =>
         {
             if let Some(name) = node.child_by_field_name("name") {
-                found.push((text(name, source).to_string(), false));
+                found.push((text(name, source).to_string(), enclosing_scope(node, FUNCTIONS), false));
             }
         }
         _ => {}
     });
-    let mut seen = HashSet::new();
-    for (name, field) in found {
-        if seen.insert((name.clone(), field)) {
-            if field {
-                bindings.bind(&format!("this.{name}"), Binding::Instance);
-            }
-            bindings.bind(&name, Binding::Instance);
+    for (name, scope, field) in found {
+        if field {
+            bindings.bind_instance(&format!("this.{name}"), None);
         }
+        bindings.bind_instance(&name, scope);
     }
 }

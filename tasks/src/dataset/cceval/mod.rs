@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 use tree_sitter::Parser;
 
-use crate::cceval::postprocess::PythonStatementCutter;
+use crate::cceval::postprocess::{cut_bracket_statement, PythonStatementCutter};
 use crate::cceval::Language;
 use crate::retrieval::chunks::ProjectFile;
 use reference::{code_lines, count_tokens, cursor_choices, reference_end, tokens, SplitMix64};
@@ -107,7 +107,8 @@ impl DatasetExample {
 /// How many candidates each filter removed, in the order they are applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dropped {
-    /// No statement end found after the cursor.
+    /// No statement end after the cursor, or (Java, TypeScript, C#) one that the scorer's
+    /// raw-text rule would place elsewhere (a `;`, `{` or `}` inside a string or comment).
     pub no_statement_end: usize,
     /// Too few non-import lines before the cursor.
     pub short_prompt: usize,
@@ -241,8 +242,8 @@ pub fn build(repositories: &[Repository], options: Options) -> Result<Dataset, D
         let elsewhere: Vec<bool> = candidates
             .par_iter()
             .map(|c| {
-                let reference = parsed[c.file].text[c.cursor..c.end].trim();
-                parsed.iter().enumerate().any(|(i, other)| i != c.file && other.text.contains(reference))
+                let finder = memchr::memmem::Finder::new(parsed[c.file].text[c.cursor..c.end].trim());
+                parsed.iter().enumerate().any(|(i, other)| i != c.file && finder.find(other.text.as_bytes()).is_some())
             })
             .collect();
         for (candidate, found_elsewhere) in candidates.into_iter().zip(elsewhere) {
@@ -301,8 +302,13 @@ fn file_candidates(
         let mut rng = SplitMix64::for_entity(options.seed, file.path, entity.start);
         let cursor_token = rng.pick(choices);
         let cursor = tokens[cursor_token].start;
+        // The scorer cuts predictions at the first `;`, `{` or `}` of the raw text, strings
+        // included; a reference that rule would cut elsewhere could never be matched exactly.
+        let scorer_agrees = |end: usize| {
+            language == Language::Python || cut_bracket_statement(&file.text[cursor..end]).len() == end - cursor
+        };
         let end = match reference_end(file.text, &tokens, cursor_token, language, cutter) {
-            Some(end) if end >= entity.start + entity.name.len() => end,
+            Some(end) if end >= entity.start + entity.name.len() && scorer_agrees(end) => end,
             _ => {
                 dropped.no_statement_end += 1;
                 continue;

@@ -3,7 +3,12 @@
 
 use std::collections::HashSet;
 
-use super::uses::{base_type_name, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes};
+use super::uses::{
+    base_type_name, enclosing_scope, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes,
+};
+
+/// Nodes that scope local variables and parameters.
+const FUNCTIONS: &[&str] = &["function_definition", "lambda"];
 
 const SHAPES: UseShapes = UseShapes { members: &[("attribute", "object", "attribute")], calls: &[("call", "function")] };
 
@@ -108,7 +113,9 @@ fn file_entities(file: &ParsedFile, index: &ModuleIndex) -> Vec<Entity> {
             }
         }
     });
-    // Instances: assigned from a call of an imported name, or annotated with an imported type.
+    // Instances: assigned from a call of an imported name, or annotated with an imported type;
+    // plain names are local to their function, `self.x` attributes are file-wide.
+    let mut instances: Vec<(String, Option<usize>)> = Vec::new();
     walk(&file.tree, |node| match node.kind() {
         "assignment" => {
             let Some(left) = node.child_by_field_name("left") else { return };
@@ -129,7 +136,8 @@ fn file_entities(file: &ParsedFile, index: &ModuleIndex) -> Vec<Entity> {
                 .child_by_field_name("type")
                 .is_some_and(|t| bindings.get(base_type_name(text(t, source))) == Some(Binding::Imported));
             if from_call || annotated {
-                bindings.bind(text(left, source), Binding::Instance);
+                let scope = if left.kind() == "identifier" { enclosing_scope(node, FUNCTIONS) } else { None };
+                instances.push((text(left, source).to_string(), scope));
             }
         }
         "typed_parameter" | "typed_default_parameter" => {
@@ -139,11 +147,14 @@ fn file_entities(file: &ParsedFile, index: &ModuleIndex) -> Vec<Entity> {
                 .child_by_field_name("type")
                 .is_some_and(|t| bindings.get(base_type_name(text(t, source))) == Some(Binding::Imported));
             if typed && text(name, source) != "self" {
-                bindings.bind(text(name, source), Binding::Instance);
+                instances.push((text(name, source).to_string(), enclosing_scope(node, FUNCTIONS)));
             }
         }
         _ => {}
     });
+    for (name, scope) in instances {
+        bindings.bind_instance(&name, scope);
+    }
     find_uses(&file.tree, source, &bindings, &SHAPES)
 }
 

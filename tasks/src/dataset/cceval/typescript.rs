@@ -6,12 +6,23 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use super::uses::{base_type_name, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes};
+use super::uses::{
+    base_type_name, enclosing_scope, find_uses, text, walk, Binding, Bindings, Entity, ParsedFile, UseShapes,
+};
 
 const SHAPES: UseShapes = UseShapes {
     members: &[("member_expression", "object", "property")],
     calls: &[("call_expression", "function"), ("new_expression", "constructor")],
 };
+
+/// Nodes that scope local variables and parameters.
+const FUNCTIONS: &[&str] = &[
+    "function_declaration",
+    "generator_function_declaration",
+    "function_expression",
+    "arrow_function",
+    "method_definition",
+];
 
 /// Resolves a relative module specifier of `from_path` to a project file, if it names one.
 pub fn resolve_import(from_path: &str, specifier: &str, files: &HashSet<&str>) -> Option<String> {
@@ -87,7 +98,7 @@ fn file_entities(file: &ParsedFile, paths: &HashSet<&str>) -> Vec<Entity> {
         });
     });
     for_each_local_declaration(file, |name| bindings.unbind(name));
-    let mut found: Vec<String> = Vec::new();
+    let mut found: Vec<(String, Option<usize>)> = Vec::new();
     let creates_project_value = |bindings: &Bindings, value: Option<Node>| {
         value.is_some_and(|v| {
             v.kind() == "new_expression"
@@ -109,9 +120,11 @@ fn file_entities(file: &ParsedFile, paths: &HashSet<&str>) -> Vec<Entity> {
             {
                 let name = text(name, source);
                 if node.kind() == "public_field_definition" {
-                    found.push(format!("this.{name}"));
+                    found.push((format!("this.{name}"), None));
+                    found.push((name.to_string(), None));
+                } else {
+                    found.push((name.to_string(), enclosing_scope(node, FUNCTIONS)));
                 }
-                found.push(name.to_string());
             }
         }
         "required_parameter" | "optional_parameter" => {
@@ -120,9 +133,9 @@ fn file_entities(file: &ParsedFile, paths: &HashSet<&str>) -> Vec<Entity> {
                 let name = text(pattern, source);
                 let mut cursor = node.walk();
                 if node.children(&mut cursor).any(|c| c.kind() == "accessibility_modifier" || c.kind() == "readonly") {
-                    found.push(format!("this.{name}"));
+                    found.push((format!("this.{name}"), None));
                 }
-                found.push(name.to_string());
+                found.push((name.to_string(), enclosing_scope(node, FUNCTIONS)));
             }
         }
         "assignment_expression" => {
@@ -130,13 +143,14 @@ fn file_entities(file: &ParsedFile, paths: &HashSet<&str>) -> Vec<Entity> {
             if matches!(left.kind(), "identifier" | "member_expression")
                 && creates_project_value(&bindings, node.child_by_field_name("right"))
             {
-                found.push(text(left, source).to_string());
+                let scope = if left.kind() == "identifier" { enclosing_scope(node, FUNCTIONS) } else { None };
+                found.push((text(left, source).to_string(), scope));
             }
         }
         _ => {}
     });
-    for name in found {
-        bindings.bind(&name, Binding::Instance);
+    for (name, scope) in found {
+        bindings.bind_instance(&name, scope);
     }
     find_uses(&file.tree, source, &bindings, &SHAPES)
 }

@@ -37,10 +37,13 @@ pub enum Binding {
     Instance,
 }
 
-/// Names (receiver texts such as `x`, `self.x`, `this.x`, `pkg.mod`) bound to other project files.
+/// Names (receiver texts such as `x`, `self.x`, `this.x`, `pkg.mod`) bound to other project files:
+/// file-wide ones (imports, fields) and ones local to a function (variables, parameters).
 #[derive(Debug, Default)]
 pub struct Bindings {
     names: HashMap<String, Binding>,
+    /// Instance names per function: the ids of the function nodes that declare them.
+    locals: HashMap<String, Vec<usize>>,
 }
 
 impl Bindings {
@@ -56,6 +59,34 @@ impl Bindings {
                 self.names.insert(name, binding);
             }
         }
+    }
+
+    /// Binds an instance name declared inside the function node `scope`, or file-wide when
+    /// `scope` is `None` (module-level variables, fields).
+    pub fn bind_instance(&mut self, name: &str, scope: Option<usize>) {
+        match scope {
+            None => self.bind(name, Binding::Instance),
+            Some(id) => self.locals.entry(name.split_whitespace().collect()).or_default().push(id),
+        }
+    }
+
+    /// What the receiver node is bound to: a file-wide binding, or an instance declared in a
+    /// function that encloses it.
+    pub fn resolve(&self, receiver: Node, source: &str) -> Option<Binding> {
+        let name = text(receiver, source);
+        if let Some(binding) = self.get(name) {
+            return Some(binding);
+        }
+        let compact: String = name.split_whitespace().collect();
+        let scopes = self.locals.get(&compact)?;
+        let mut current = receiver.parent();
+        while let Some(node) = current {
+            if scopes.contains(&node.id()) {
+                return Some(Binding::Instance);
+            }
+            current = node.parent();
+        }
+        None
     }
 
     /// Removes a name that the file itself defines (a local class shadowing an import).
@@ -77,6 +108,19 @@ impl Bindings {
     pub fn contains(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
+}
+
+/// The id of the nearest ancestor of `node` whose kind is one of `kinds` (the function that
+/// scopes a local), `None` at file level.
+pub fn enclosing_scope(node: Node, kinds: &[&str]) -> Option<usize> {
+    let mut current = node.parent();
+    while let Some(parent) = current {
+        if kinds.contains(&parent.kind()) {
+            return Some(parent.id());
+        }
+        current = parent.parent();
+    }
+    None
 }
 
 /// The text of `node`.
@@ -126,7 +170,7 @@ pub fn find_uses(tree: &Tree, source: &str, bindings: &Bindings, shapes: &UseSha
             else {
                 continue;
             };
-            if bindings.get(text(receiver, source)).is_some() {
+            if bindings.resolve(receiver, source).is_some() {
                 let name = member_name(member, source);
                 if !name.is_empty() {
                     found.push(Entity { name: name.to_string(), start: member.start_byte() });
