@@ -106,3 +106,39 @@ fn missing_repository_is_named() {
     assert!(!result.status.success());
     assert!(text(&result.stderr).contains("nope: not a folder"), "{}", text(&result.stderr));
 }
+
+/// `--filter-model` with a real model (set `CODESWEEP_FILTER_MODEL` to a GGUF file, e.g.
+/// Qwen2.5-Coder-0.5B from scripts/fetch-models.sh; skipped otherwise): a line the file spells
+/// out in a comment is completed exactly from in-file context, so its example is dropped.
+#[test]
+fn filter_model_drops_examples_completed_from_the_file_alone() {
+    let Some(model) = std::env::var_os("CODESWEEP_FILTER_MODEL") else {
+        eprintln!("skipped: CODESWEEP_FILTER_MODEL is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = fixture(dir.path());
+    let cart = repo.join("shop/cart.py");
+    let source = std::fs::read_to_string(&cart).unwrap().replace(
+        "class Cart:",
+        "# Example:\n#     self.total = Money(0)\n#     price = parse_money(price_text.strip())\nclass Cart:",
+    );
+    std::fs::write(&cart, source).unwrap();
+    let run = |extra: &[&str]| -> Value {
+        let out = dir.path().join("examples.jsonl");
+        let summary = dir.path().join("summary.json");
+        let mut args = vec![
+            "dataset", "cceval", "--repo", repo.to_str().unwrap(), "--language", "python", "--seed", "11",
+            "--out", out.to_str().unwrap(), "--summary", summary.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let result = codesweep(&args);
+        assert!(result.status.success(), "{}", text(&result.stderr));
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap()
+    };
+    let unfiltered = run(&[]);
+    let filtered = run(&["--filter-model", model.to_str().unwrap(), "--filter-context-tokens", "512"]);
+    let dropped = filtered["dropped"]["model_exact_match"].as_u64().unwrap();
+    assert!(dropped >= 1, "{filtered}");
+    assert_eq!(filtered["examples"].as_u64().unwrap() + dropped, unfiltered["examples"].as_u64().unwrap());
+}

@@ -118,6 +118,8 @@ pub struct Dropped {
     pub found_in_other_file: usize,
     /// Reference equal to an earlier example's.
     pub duplicate: usize,
+    /// Completed exactly by the filter model from in-file context alone (`--filter-model`).
+    pub model_exact_match: usize,
 }
 
 /// Table 1 of the paper, for the built set.
@@ -162,6 +164,38 @@ pub struct Dataset {
     pub examples: Vec<DatasetExample>,
     /// The Table-1 figures.
     pub summary: Summary,
+}
+
+impl Dataset {
+    /// Drops the examples a model completed exactly (`solved[i]` for example `i`), numbers the
+    /// rest again from 0 and recomputes the summary.
+    pub fn drop_model_solved(&mut self, language: Language, solved: &[bool]) {
+        let before = self.examples.len();
+        let mut index = 0;
+        self.examples.retain(|_| {
+            let keep = !solved.get(index).copied().unwrap_or(false);
+            index += 1;
+            keep
+        });
+        self.summary.dropped.model_exact_match += before - self.examples.len();
+        for (n, example) in self.examples.iter_mut().enumerate() {
+            example.task_id = format!("project_cc_{}/{n}", language.name());
+        }
+        self.summary.fill_from(&self.examples);
+    }
+}
+
+impl Summary {
+    /// Sets the file and example counts and the averages from the kept examples.
+    fn fill_from(&mut self, examples: &[DatasetExample]) {
+        let files: HashSet<(&str, &str)> = examples.iter().map(|e| (e.repository.as_str(), e.file.as_str())).collect();
+        self.files = files.len();
+        self.examples = examples.len();
+        let n = examples.len().max(1) as f64;
+        self.avg_prompt_lines = examples.iter().map(|e| e.prompt.lines().count() as f64).sum::<f64>() / n;
+        self.avg_prompt_tokens = examples.iter().map(|e| count_tokens(&e.prompt) as f64).sum::<f64>() / n;
+        self.avg_reference_tokens = examples.iter().map(|e| count_tokens(&e.groundtruth) as f64).sum::<f64>() / n;
+    }
 }
 
 /// The grammar for a file (`.tsx` files get the TSX dialect).
@@ -219,7 +253,6 @@ pub fn build(repositories: &[Repository], options: Options) -> Result<Dataset, D
     let mut summary = Summary { repositories: repositories.len(), ..Summary::default() };
     let mut examples = Vec::new();
     let mut seen_references = HashSet::new();
-    let mut files_with_examples = HashSet::new();
     for repository in repositories {
         summary.files_read += repository.files.len();
         let parsed = parse_all(language, &repository.files)?;
@@ -257,7 +290,6 @@ pub fn build(repositories: &[Repository], options: Options) -> Result<Dataset, D
                 summary.dropped.duplicate += 1;
                 continue;
             }
-            files_with_examples.insert((repository.name.as_str(), file.path));
             examples.push(DatasetExample {
                 task_id: format!("project_cc_{}/{}", language.name(), examples.len()),
                 repository: repository.name.clone(),
@@ -269,14 +301,7 @@ pub fn build(repositories: &[Repository], options: Options) -> Result<Dataset, D
             });
         }
     }
-    summary.files = files_with_examples.len();
-    summary.examples = examples.len();
-    if !examples.is_empty() {
-        let n = examples.len() as f64;
-        summary.avg_prompt_lines = examples.iter().map(|e| e.prompt.lines().count() as f64).sum::<f64>() / n;
-        summary.avg_prompt_tokens = examples.iter().map(|e| count_tokens(&e.prompt) as f64).sum::<f64>() / n;
-        summary.avg_reference_tokens = examples.iter().map(|e| count_tokens(&e.groundtruth) as f64).sum::<f64>() / n;
-    }
+    summary.fill_from(&examples);
     Ok(Dataset { examples, summary })
 }
 
