@@ -332,7 +332,7 @@ fn file_candidates(
         let scorer_agrees = |end: usize| {
             language == Language::Python || cut_bracket_statement(&file.text[cursor..end]).len() == end - cursor
         };
-        let end = match reference_end(file.text, &tokens, cursor_token, language, cutter) {
+        let end = match reference_end(&file.tree, file.text, &tokens, cursor_token, language, cutter) {
             Some(end) if end >= entity.start + entity.name.len() && scorer_agrees(end) => end,
             _ => {
                 dropped.no_statement_end += 1;

@@ -67,9 +67,11 @@ pub fn cursor_choices(text: &str, tokens: &[Token], entity: usize, language: Lan
 
 /// The reference from token `cursor`: Python to the end of the statement (the official
 /// tree-sitter cut: the first newline where `prompt + reference` parses without an error
-/// node), the others through the first `;`, `{` or `}` token, or for TypeScript to the end of
-/// a line whose brackets balance. `None` when no end is found.
+/// node; the prompt is parsed incrementally from the file's `tree`), the others through the
+/// first `;`, `{` or `}` token, or for TypeScript to the end of a line whose brackets balance.
+/// `None` when no end is found.
 pub fn reference_end(
+    tree: &Tree,
     text: &str,
     tokens: &[Token],
     cursor: usize,
@@ -78,8 +80,8 @@ pub fn reference_end(
 ) -> Option<usize> {
     let start = tokens[cursor].start;
     if language == Language::Python {
-        let (prompt, rest) = text.split_at(start);
-        return match cutter.find_cut(prompt, rest, true) {
+        let rest = &text[start..];
+        return match cutter.find_cut_in(tree, text, start) {
             PythonCut::At(end) => Some(start + py_rstrip(&rest[..end]).len()),
             PythonCut::Unchanged => None,
         };
