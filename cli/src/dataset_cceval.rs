@@ -70,6 +70,8 @@ fn language_parser() -> impl TypedValueParser<Value = Language> {
     clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
 }
 
+/// Reads the repositories, builds the examples (and runs the model filter), writes the JSONL
+/// file and the summary, and prints the Table-1 row.
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     let mut repositories = Vec::new();
@@ -85,6 +87,10 @@ pub fn run(args: Args) -> Result<()> {
             bail!("--repo {}: another repository is also named `{name}`", dir.display());
         }
         let files = read_project(dir, args.language).with_context(|| format!("cannot read {}", dir.display()))?;
+        if files.is_empty() {
+            let pattern = if args.language == Language::TypeScript { "src/**/*.ts[x]" } else { "source" };
+            eprintln!("warning: --repo {}: no {} {pattern} files", dir.display(), args.language);
+        }
         repositories.push(Repository { name, files });
     }
     let pool = thread_pool(args.threads)?;
