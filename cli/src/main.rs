@@ -2,6 +2,7 @@
 //! official scripts.
 
 mod cluster;
+mod dataset_cceval;
 mod files;
 mod generate;
 mod results_cmd;
@@ -54,6 +55,15 @@ enum Command {
     /// Retrieve cross-file context for CrossCodeEval examples exactly as the official prompt
     /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF or Jaccard.
     Retrieve(retrieve::Args),
+    /// Build benchmark datasets from source repositories.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
+}
+
+#[derive(Subcommand)]
+enum DatasetCommand {
+    /// CrossCodeEval line completion examples by tree-sitter static analysis (paper §2.2-2.3).
+    Cceval(dataset_cceval::Args),
 }
 
 #[derive(Subcommand)]
@@ -81,6 +91,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Retrieve(args) => retrieve::run(args),
+        Command::Dataset(DatasetCommand::Cceval(args)) => dataset_cceval::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

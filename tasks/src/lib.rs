@@ -7,6 +7,7 @@
 //! never needs a model.
 
 pub mod cceval;
+pub mod dataset;
 pub mod input;
 pub mod pycompat;
 pub mod repoqa;

@@ -72,6 +72,28 @@ impl PythonStatementCutter {
     /// Finds the cut; `incremental = false` re-parses `prompt + prefix` from scratch for each
     /// candidate (the reference behaviour, kept for equivalence tests).
     pub fn find_cut(&mut self, prompt: &str, completion: &str, incremental: bool) -> PythonCut {
+        self.find_cut_from(prompt, completion, incremental, None)
+    }
+
+    /// [`PythonStatementCutter::find_cut`] for a prompt that is a prefix of a text already
+    /// parsed as `text_tree`: the prompt is parsed incrementally from that tree (the rest of the
+    /// text deleted) instead of from scratch — for many cursors in one file.
+    pub fn find_cut_in(&mut self, text_tree: &Tree, text: &str, cursor: usize) -> PythonCut {
+        let (prompt, completion) = text.split_at(cursor);
+        let mut truncated = text_tree.clone();
+        let prompt_end = end_point(Point::new(0, 0), prompt);
+        truncated.edit(&InputEdit {
+            start_byte: cursor,
+            old_end_byte: text.len(),
+            new_end_byte: cursor,
+            start_position: prompt_end,
+            old_end_position: end_point(Point::new(0, 0), text),
+            new_end_position: prompt_end,
+        });
+        self.find_cut_from(prompt, completion, true, Some(&truncated))
+    }
+
+    fn find_cut_from(&mut self, prompt: &str, completion: &str, incremental: bool, base: Option<&Tree>) -> PythonCut {
         // Candidate ends: byte offsets p >= 1 with completion[p] == '\n'. The official loop
         // returns completion[:i+1] only when completion[i+1] == "\n", i.e. at such a p.
         let mut candidates = completion.match_indices('\n').map(|(p, _)| p).filter(|p| *p > 0).peekable();
@@ -81,7 +103,7 @@ impl PythonStatementCutter {
         let mut code = String::with_capacity(prompt.len() + completion.len());
         code.push_str(prompt);
         code.push_str(completion);
-        let prompt_tree = if incremental { self.parser.parse(prompt, None) } else { None };
+        let prompt_tree = if incremental { self.parser.parse(prompt, base) } else { None };
         let prompt_end = end_point(Point::new(0, 0), prompt);
         for end in candidates {
             let text = &code[..prompt.len() + end];
@@ -271,6 +293,17 @@ mod tests {
             assert_eq!(cutter.cut(prompt, completion), expected, "{prompt:?} + {completion:?}");
         }
         assert_eq!(cut_bracket_statement("foo(a[i], b"), "foo(a[i], b");
+    }
+
+    #[test]
+    fn cutting_inside_a_parsed_text_agrees_with_fresh_parsing() {
+        let mut cutter = PythonStatementCutter::new();
+        let text = "import os\n\ndef f(x):\n    y = os.path.join(\n        x, 'a')\n    if y:\n        return g(y)\n    s = \"\"\"\nq é\n\"\"\"\n    t = [1,\n";
+        let tree = cutter.parser.parse(text, None).expect("parses");
+        for cursor in (0..text.len()).filter(|&i| text.is_char_boundary(i)) {
+            let (prompt, completion) = text.split_at(cursor);
+            assert_eq!(cutter.find_cut_in(&tree, text, cursor), cutter.find_cut(prompt, completion, false), "cursor {cursor}");
+        }
     }
 
     #[test]

@@ -1,0 +1,3 @@
+//! Building benchmark datasets from source repositories (pure logic: callers read the files).
+
+pub mod cceval;
