@@ -2,6 +2,7 @@
 //! official scripts.
 
 mod cluster;
+mod dense;
 mod files;
 mod generate;
 mod results_cmd;
@@ -49,7 +50,8 @@ enum Command {
     /// embeddings).
     Serve(serve::Args),
     /// Retrieve cross-file context for CrossCodeEval examples exactly as the official prompt
-    /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF or Jaccard.
+    /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF, Jaccard or dense
+    /// embeddings (cosine).
     Retrieve(retrieve::Args),
 }
 

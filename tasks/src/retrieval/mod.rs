@@ -112,4 +112,12 @@ impl Options {
         let suffix = if self.query == QueryType::Groundtruth { "oracle" } else { "rg1" };
         format!("line_completion_{suffix}_{}.jsonl", self.ranking.name())
     }
+
+    /// The official output file name of a run with a neural ranker (run.sh's `--ranker`, e.g.
+    /// `unixcoder`), which the builder puts before the ranking function:
+    /// `line_completion_<rg1|oracle>_<ranker>_cosine_sim.jsonl`.
+    pub fn ranker_output_file_name(&self, ranker: &str) -> String {
+        let suffix = if self.query == QueryType::Groundtruth { "oracle" } else { "rg1" };
+        format!("line_completion_{suffix}_{ranker}_{}.jsonl", self.ranking.name())
+    }
 }
