@@ -1,0 +1,4 @@
+//! Building benchmark datasets from repositories on disk: RepoQA's needle-function entries
+//! ([`repoqa`]).
+
+pub mod repoqa;
