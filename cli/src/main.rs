@@ -2,6 +2,7 @@
 //! official scripts.
 
 mod cluster;
+mod dataset_repoqa;
 mod dense;
 mod files;
 mod generate;
@@ -53,6 +54,16 @@ enum Command {
     /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF, Jaccard or dense
     /// embeddings (cosine).
     Retrieve(retrieve::Args),
+    /// Build benchmark datasets from repositories on disk.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
+}
+
+#[derive(Subcommand)]
+enum DatasetCommand {
+    /// A RepoQA Searching-Needle-Function entry (paper §3.1, evalplus/repoqa curation scripts):
+    /// import graph, topological order, function tables, 10 seeded needles, descriptions.
+    Repoqa(dataset_repoqa::Args),
 }
 
 #[derive(Subcommand)]
@@ -79,6 +90,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Retrieve(args) => retrieve::run(args),
+        Command::Dataset(DatasetCommand::Repoqa(args)) => dataset_repoqa::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

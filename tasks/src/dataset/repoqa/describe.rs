@@ -35,11 +35,11 @@ pub fn capture_annotation(answer: &str) -> &str {
     after.split_once(CAPTURE_TAIL).map_or(after, |(inside, _)| inside)
 }
 
-/// The code the annotator sees: up to [`CODE_PREFIX_LINES`] lines before the needle and the
-/// needle, from the concatenated repository's lines (`get_code`).
-pub fn annotation_code(repo_lines: &[&str], function: &Function) -> String {
+/// The code the annotator sees: up to `prefix_lines` lines before the needle (the script's
+/// [`CODE_PREFIX_LINES`]) and the needle, from the concatenated repository's lines (`get_code`).
+pub fn annotation_code(repo_lines: &[&str], function: &Function, prefix_lines: usize) -> String {
     let end = function.global_end_line.min(repo_lines.len());
-    let start = function.global_start_line.saturating_sub(CODE_PREFIX_LINES).min(end);
+    let start = function.global_start_line.saturating_sub(prefix_lines).min(end);
     repo_lines[start..end].join("\n")
 }
 

@@ -163,8 +163,9 @@ pub fn curate(root: &Path, options: &CurateOptions, grammars: &RepoqaGrammars) -
 }
 
 impl CuratedRepo {
-    /// The annotation prompt of every needle, in needle order.
-    pub fn annotation_prompts(&self) -> Vec<String> {
+    /// The annotation prompt of every needle, in needle order, showing `prefix_lines` lines
+    /// before the needle ([`describe::CODE_PREFIX_LINES`] in the script).
+    pub fn annotation_prompts(&self, prefix_lines: usize) -> Vec<String> {
         let mut lines: Vec<&str> = Vec::new();
         let by_path: std::collections::HashMap<&str, &str> = self.files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
         for (path, _) in &self.functions {
@@ -172,14 +173,14 @@ impl CuratedRepo {
         }
         self.needles
             .iter()
-            .map(|n| describe::annotation_prompt(&n.function.name, &describe::annotation_code(&lines, &n.function)))
+            .map(|n| describe::annotation_prompt(&n.function.name, &describe::annotation_code(&lines, &n.function, prefix_lines)))
             .collect()
     }
 
     /// Replaces the descriptions with `annotator`'s answers to the official prompt (the part
-    /// between `<desc_start>` and `<desc_end>`).
-    pub fn annotate(&mut self, annotator: &dyn Annotator) -> Result<(), CurateError> {
-        let prompts = self.annotation_prompts();
+    /// between `<desc_start>` and `<desc_end>`), showing `prefix_lines` lines before each needle.
+    pub fn annotate(&mut self, annotator: &dyn Annotator, prefix_lines: usize) -> Result<(), CurateError> {
+        let prompts = self.annotation_prompts(prefix_lines);
         let label = annotator.label();
         let answers = annotator.annotate(&prompts).map_err(|e| CurateError::Annotator { label: label.clone(), message: e.to_string() })?;
         if answers.len() != prompts.len() {

@@ -230,11 +230,13 @@ impl Annotator for Echo {
 fn annotations_replace_descriptions_with_the_captured_part() {
     let dir = tempfile::tempdir().unwrap();
     let mut repo = build(Language::Java, dir.path());
-    let prompts = repo.annotation_prompts();
+    let prompts = repo.annotation_prompts(describe::CODE_PREFIX_LINES);
     let first = &repo.needles[0].function.name;
     assert!(prompts[0].contains(&format!("DO NOT reveal function names ({first})")));
     assert!(prompts[0].contains(&format!("public static int {first}(int value)")), "the code shown holds the needle");
-    repo.annotate(&Echo).unwrap();
+    repo.annotate(&Echo, describe::CODE_PREFIX_LINES).unwrap();
+    // Fewer lines before the needle, a shorter prompt.
+    assert!(repo.annotation_prompts(0)[0].len() < prompts[0].len());
     assert_eq!(repo.needles[0].description, format!("\n1. **Purpose**: {} chars shown\n", prompts[0].len()));
     assert_eq!(repo.needles[0].source, "model:echo");
 }
