@@ -46,11 +46,12 @@ pub fn annotation_code(repo_lines: &[&str], function: &Function, prefix_lines: u
 static STRING_PREFIX: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"^[rRuUbBfF]{0,2}("""|'''|"|')"#).expect("static regex"));
 
 /// The function's own documentation: a Python docstring, or the comment lines right above the
-/// function (past attributes, annotations and `template` lines) in the other languages.
+/// function (past attributes, annotations, `template` lines and TypeScript overload
+/// signatures of the same name) in the other languages.
 pub fn docstring(language: Language, file_text: &str, function: &Function, grammars: &RepoqaGrammars) -> Option<String> {
     let raw = match language {
         Language::Python => python_docstring(file_text.get(function.start_byte..function.end_byte)?, grammars)?,
-        _ => leading_comment(file_text, function.start_line)?,
+        _ => leading_comment(file_text, function.start_line, &function.name)?,
     };
     let text = raw.split_whitespace().collect::<Vec<_>>().join(" ");
     (!text.is_empty()).then_some(text)
@@ -73,12 +74,13 @@ fn python_docstring(code: &str, grammars: &RepoqaGrammars) -> Option<String> {
     Some(inner.to_string())
 }
 
-fn leading_comment(file_text: &str, start_line: usize) -> Option<String> {
+fn leading_comment(file_text: &str, start_line: usize, name: &str) -> Option<String> {
     let lines: Vec<&str> = file_text.split('\n').collect();
+    let overload = [format!("function {name}("), format!("function {name}<")];
     let mut i = start_line.min(lines.len());
     while i > 0 {
         let t = lines[i - 1].trim();
-        if t.starts_with("#[") || t.starts_with('@') || t.starts_with("template") {
+        if t.starts_with("#[") || t.starts_with('@') || t.starts_with("template") || overload.iter().any(|o| t.contains(o.as_str())) {
             i -= 1;
         } else {
             break;
@@ -164,6 +166,8 @@ mod tests {
         let java = "  /**\n   * Returns the size.\n   */\n  @Override\n  public int f() { return 1; }\n";
         assert_eq!(docstring(Language::Java, java, &at(3, 0, 0), &g).as_deref(), Some("Returns the size."));
         assert_eq!(docstring(Language::Cpp, "int x;\nint f() {}\n", &at(1, 0, 0), &g), None);
+        let ts = "/** Freezes. */\nexport function f<T>(o: T): T\nexport function f<T>(o: any): T {\n  return o\n}\n";
+        assert_eq!(docstring(Language::TypeScript, ts, &at(2, 0, 0), &g).as_deref(), Some("Freezes."));
         let described = docstring_description("f", Some("Calls f twice; f_helper stays."));
         assert!(described.contains("[from the function's own docstring/comment] Calls this function twice; f_helper stays."), "{described}");
         assert!(described.starts_with("\n1. **Purpose**: ") && described.ends_with("4. **Procedure**: not described (docstring fallback)\n"));
