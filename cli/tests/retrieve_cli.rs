@@ -177,7 +177,10 @@ impl Drop for Server {
 fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
     use codesweep_engine::{Embedder, EmbedderOptions};
     let dir = tempfile::tempdir().unwrap();
-    let bert = common::encoder::write_encoder(dir.path(), common::encoder::EncoderArch::Bert, &common::encoder::wordpiece_tokenizer_json(400));
+    let written = common::encoder::write_encoder(dir.path(), common::encoder::EncoderArch::Bert, &common::encoder::wordpiece_tokenizer_json(400));
+    // Named like the official ranker's model, so the file gets the official name.
+    let bert = dir.path().join("unixcoder-base");
+    std::fs::rename(&written, &bert).unwrap();
     let (repos, examples) = dense_fixture(dir.path());
     let punkt = empty_punkt(dir.path());
     let base = [
@@ -189,8 +192,8 @@ fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
     local.extend(["--embedder", bert.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let result = codesweep(&local);
     assert!(result.status.success(), "{}", text(&result.stderr));
-    // The ranker takes the embedder's folder name in the official file name.
-    let written = std::fs::read_to_string(out.join("line_completion_rg1_tiny-bert_cosine_sim.jsonl")).unwrap();
+    // The official file name of run.sh's `--ranker unixcoder --ranking_fn cosine_sim`.
+    let written = std::fs::read_to_string(out.join("line_completion_rg1_unixcoder_cosine_sim.jsonl")).unwrap();
     let row: Value = serde_json::from_str(written.lines().next().unwrap()).unwrap();
     let list = row["crossfile_context"]["list"].as_array().unwrap();
     assert_eq!(list.len(), 3);
@@ -214,9 +217,11 @@ fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
     }
     assert!(list[1]["score"].as_f64().unwrap() < 0.9999, "other chunks are not the query");
 
-    // The same retrieval through `codesweep serve` with the same encoder and batch size.
+    // The same retrieval through `codesweep serve --embedder` (beside a generator) with the same
+    // encoder and batch size.
+    let generator = common::write_gguf(dir.path(), common::Arch::Qwen2, candle_core::quantized::GgmlDType::Q8_0, &common::trained_tokenizer_json(300));
     let mut child = Command::new(env!("CARGO_BIN_EXE_codesweep"))
-        .args(["serve", "--model", bert.to_str().unwrap(), "--port", "0", "--served-name", "tiny-bert", "--embed-batch-size", "64"])
+        .args(["serve", "--model", generator.to_str().unwrap(), "--embedder", bert.to_str().unwrap(), "--port", "0", "--embed-batch-size", "64"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -227,9 +232,9 @@ fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
     let url = format!("{}/v1", line.trim().strip_prefix("listening on ").unwrap());
     let remote_out = dir.path().join("remote");
     let mut remote = base.to_vec();
-    remote.extend(["--embedder-endpoint", &url, "--embedder-model", "tiny-bert", "--out", remote_out.to_str().unwrap()]);
+    remote.extend(["--embedder-endpoint", &url, "--embedder-model", "unixcoder-base", "--out", remote_out.to_str().unwrap()]);
     let result = codesweep(&remote);
     assert!(result.status.success(), "{}", text(&result.stderr));
-    let remote_written = std::fs::read_to_string(remote_out.join("line_completion_rg1_tiny-bert_cosine_sim.jsonl")).unwrap();
+    let remote_written = std::fs::read_to_string(remote_out.join("line_completion_rg1_unixcoder_cosine_sim.jsonl")).unwrap();
     assert_eq!(remote_written, written, "endpoint and local embeddings give the same file");
 }

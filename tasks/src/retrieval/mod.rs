@@ -34,7 +34,7 @@ pub enum RetrievalError {
         message: String,
     },
     /// The dense ranker was asked for without an embedder.
-    #[error("the dense ranker needs an embedder (the model-backed embedder comes with the engine crate); none was given")]
+    #[error("the dense ranker needs an embedder (a BERT/RoBERTa model or an embeddings endpoint); none was given")]
     NoEmbedder,
     /// The embedder failed or returned the wrong number of vectors.
     #[error("embedder: {0}")]
