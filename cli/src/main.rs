@@ -3,6 +3,8 @@
 
 mod cluster;
 mod dataset_cceval;
+mod dataset_repoqa;
+mod dense;
 mod files;
 mod generate;
 mod results_cmd;
@@ -53,9 +55,10 @@ enum Command {
     /// embeddings).
     Serve(serve::Args),
     /// Retrieve cross-file context for CrossCodeEval examples exactly as the official prompt
-    /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF or Jaccard.
+    /// builder does (prompt_builder/augment_with_cfc.py): BM25, TF-IDF, Jaccard or dense
+    /// embeddings (cosine).
     Retrieve(retrieve::Args),
-    /// Build benchmark datasets from source repositories.
+    /// Build benchmark datasets (CrossCodeEval, RepoQA) from source repositories on disk.
     #[command(subcommand)]
     Dataset(DatasetCommand),
 }
@@ -64,6 +67,9 @@ enum Command {
 enum DatasetCommand {
     /// CrossCodeEval line completion examples by tree-sitter static analysis (paper §2.2-2.3).
     Cceval(dataset_cceval::Args),
+    /// A RepoQA Searching-Needle-Function entry (paper §3.1, evalplus/repoqa curation scripts):
+    /// import graph, topological order, function tables, 10 seeded needles, descriptions.
+    Repoqa(dataset_repoqa::Args),
 }
 
 #[derive(Subcommand)]
@@ -92,6 +98,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Retrieve(args) => retrieve::run(args),
         Command::Dataset(DatasetCommand::Cceval(args)) => dataset_cceval::run(args),
+        Command::Dataset(DatasetCommand::Repoqa(args)) => dataset_repoqa::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

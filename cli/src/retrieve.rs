@@ -13,6 +13,7 @@ use codesweep_tasks::retrieval::punkt::{Punkt, PunktParams};
 use codesweep_tasks::retrieval::run::render_jsonl;
 use codesweep_tasks::retrieval::{retrieve, ExampleRecord, Options, QueryType, RankingFn, Status, Tokenizer};
 
+use crate::dense::EmbedderArgs;
 use crate::files::{handle_invalid, output_dir, read_input, thread_pool, write_atomic};
 
 /// Ranking function.
@@ -25,7 +26,8 @@ enum RetrieverArg {
     /// Jaccard similarity of token sets (the official `jaccard_sim`).
     #[value(alias = "jaccard_sim")]
     Jaccard,
-    /// Cosine similarity of embeddings (needs the model-backed embedder; not available yet).
+    /// Cosine similarity of mean-pooled embeddings (the official `cosine_sim`); needs
+    /// --embedder DIR or --embedder-endpoint URL.
     Dense,
 }
 
@@ -81,7 +83,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     punkt: Option<PathBuf>,
     /// Output: a `.jsonl` file, or a folder that gets the official name
-    /// (`line_completion_<rg1|oracle>_<bm25|tfidf|jaccard_sim>.jsonl`).
+    /// (`line_completion_<rg1|oracle>_<bm25|tfidf|jaccard_sim>.jsonl`; dense:
+    /// `line_completion_<rg1|oracle>_<ranker>_cosine_sim.jsonl`, e.g. `..._rg1_unixcoder_cosine_sim.jsonl`).
     #[arg(long, value_name = "DIR_OR_FILE")]
     out: PathBuf,
     /// Retrieve for the valid records and report the invalid ones (with file, line and field),
@@ -91,6 +94,8 @@ pub struct Args {
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    #[command(flatten)]
+    dense: EmbedderArgs,
 }
 
 fn language_parser() -> impl TypedValueParser<Value = Language> {
@@ -111,10 +116,7 @@ pub fn run(args: Args) -> Result<()> {
         RetrieverArg::Bm25 => RankingFn::Bm25,
         RetrieverArg::Tfidf => RankingFn::Tfidf,
         RetrieverArg::Jaccard => RankingFn::JaccardSim,
-        RetrieverArg::Dense => bail!(
-            "--retriever dense needs a text embedder (UniXcoder/BERT), which arrives with the engine crate; \
-             it is not available in this build. Use bm25, tfidf or jaccard."
-        ),
+        RetrieverArg::Dense => RankingFn::Dense,
     };
     let query = match args.query {
         QueryArg::LastNLines => QueryType::LastNLines,
@@ -139,6 +141,7 @@ pub fn run(args: Args) -> Result<()> {
     let params = PunktParams::load(&punkt)
         .with_context(|| "NLTK's English Punkt tables are needed for word_tokenize; run scripts/fetch-punkt-english.sh or pass --punkt DIR")?;
     let tokenizer = Tokenizer::new(Punkt::new(params));
+    let dense = if ranking == RankingFn::Dense { Some(args.dense.load()?) } else { None };
 
     let examples_name = args.examples.display().to_string();
     let parsed = parse_jsonl(&examples_name, &read_input(&args.examples)?, ExampleRecord::from_json);
@@ -157,11 +160,18 @@ pub fn run(args: Args) -> Result<()> {
     let pool = thread_pool(args.threads)?;
     let retrieving = Instant::now();
     let results = pool
-        .install(|| retrieve(&records, &args.repos, args.language, &options, &tokenizer, None))
+        .install(|| {
+            let embedder = dense.as_ref().map(|(e, _)| e as &dyn codesweep_tasks::retrieval::Embedder);
+            retrieve(&records, &args.repos, args.language, &options, &tokenizer, embedder)
+        })
         .context("retrieval failed")?;
     let elapsed = retrieving.elapsed();
 
-    let target = output_path(&args.out, &options.output_file_name())?;
+    let official = match &dense {
+        Some((_, ranker)) => options.ranker_output_file_name(ranker),
+        None => options.output_file_name(),
+    };
+    let target = output_path(&args.out, &official)?;
     let (dir, name) = (target.parent().unwrap_or(Path::new(".")), target.file_name().and_then(|n| n.to_str()).context("output file name")?);
     write_atomic(dir, name, &render_jsonl(&records, &results, args.language))?;
 

@@ -1,9 +1,14 @@
 //! `codesweep retrieve` as a user runs it: a small repository written by the test, the
 //! official output layout, errors naming file/line/field, and (with the fetched sources) the
-//! golden Python RG-1 BM25 file.
+//! golden Python RG-1 BM25 file; dense retrieval with a tiny real BERT the test writes, locally
+//! and through `codesweep serve`.
 
+#[path = "../../engine/tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -100,7 +105,11 @@ fn bad_inputs_are_named() {
     let out = dir.path().join("out");
     let result = run_retrieve(dir.path(), &["--retriever", "dense", "--out", out.to_str().unwrap()]);
     assert!(!result.status.success());
-    assert!(text(&result.stderr).contains("engine crate"), "{}", text(&result.stderr));
+    assert!(text(&result.stderr).contains("needs --embedder DIR"), "{}", text(&result.stderr));
+    let nowhere = dir.path().join("no-model");
+    let result = run_retrieve(dir.path(), &["--retriever", "dense", "--embedder", nowhere.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!result.status.success());
+    assert!(text(&result.stderr).contains("no-model"), "{}", text(&result.stderr));
 
     let result = run_retrieve(dir.path(), &["--retriever", "bm25", "--next-chunk", "--query", "groundtruth", "--out", out.to_str().unwrap()]);
     assert!(!result.status.success());
@@ -126,4 +135,106 @@ fn bad_inputs_are_named() {
     ]);
     assert!(!result.status.success());
     assert!(text(&result.stderr).contains("fetch-punkt-english.sh"), "{}", text(&result.stderr));
+}
+
+/// Ten short lines of code, different for each `seed`.
+fn ten_lines(seed: usize) -> String {
+    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "omega", "sigma", "kappa"];
+    (0..10).map(|i| format!("{} = {}({})", words[(seed + i) % 8], words[(seed * 3 + i * 5) % 8], i * seed)).collect::<Vec<_>>().join("\n")
+}
+
+/// Repository `dense` with three one-chunk files and an example whose last 10 prompt lines are
+/// exactly the chunk of `pkg/b.py`.
+fn dense_fixture(dir: &Path) -> (PathBuf, PathBuf) {
+    let repo = dir.join("repos/dense");
+    for (name, seed) in [("a", 1), ("b", 2), ("c", 3)] {
+        write(&repo.join(format!("pkg/{name}.py")), &format!("{}\n", ten_lines(seed)));
+    }
+    write(&repo.join("pkg/main.py"), "import b\n");
+    let prompt = format!("import b\n{}\n", ten_lines(2));
+    let record = serde_json::json!({"prompt": prompt, "groundtruth": "x", "metadata": {"task_id": "d/0", "repository": "dense", "file": "pkg/main.py"}});
+    let examples = dir.join("dense.jsonl");
+    write(&examples, &format!("{record}\n"));
+    (dir.join("repos"), examples)
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b)).max(1e-8)
+}
+
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
+    use codesweep_engine::{Embedder, EmbedderOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let written = common::encoder::write_encoder(dir.path(), common::encoder::EncoderArch::Bert, &common::encoder::wordpiece_tokenizer_json(400));
+    // Named like the official ranker's model, so the file gets the official name.
+    let bert = dir.path().join("unixcoder-base");
+    std::fs::rename(&written, &bert).unwrap();
+    let (repos, examples) = dense_fixture(dir.path());
+    let punkt = empty_punkt(dir.path());
+    let base = [
+        "retrieve", "--language", "python", "--examples", examples.to_str().unwrap(), "--repos", repos.to_str().unwrap(),
+        "--punkt", punkt.to_str().unwrap(), "--retriever", "dense", "--query", "last_n_lines",
+    ];
+    let out = dir.path().join("out");
+    let mut local = base.to_vec();
+    local.extend(["--embedder", bert.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let result = codesweep(&local);
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    // The official file name of run.sh's `--ranker unixcoder --ranking_fn cosine_sim`.
+    let written = std::fs::read_to_string(out.join("line_completion_rg1_unixcoder_cosine_sim.jsonl")).unwrap();
+    let row: Value = serde_json::from_str(written.lines().next().unwrap()).unwrap();
+    let list = row["crossfile_context"]["list"].as_array().unwrap();
+    assert_eq!(list.len(), 3);
+    assert_eq!(list[0]["filename"], "pkg/b.py", "the chunk equal to the query ranks first: {list:?}");
+    assert!((list[0]["score"].as_f64().unwrap() - 1.0).abs() < 1e-5, "{}", list[0]);
+
+    // Every score is the cosine of the engine's embeddings of the stripped texts, in order.
+    let embedder = Embedder::load(&bert, &candle_core::Device::Cpu, EmbedderOptions::default()).unwrap();
+    let query_text = ten_lines(2);
+    let chunks: Vec<String> = list.iter().map(|c| c["retrieved_chunk"].as_str().unwrap().to_string()).collect();
+    let mut texts = vec![query_text.as_str()];
+    texts.extend(chunks.iter().map(String::as_str));
+    let vectors = embedder.embed(&texts).unwrap();
+    let mut previous = f64::INFINITY;
+    for (i, item) in list.iter().enumerate() {
+        let expected = cosine(&vectors[0], &vectors[i + 1]);
+        let score = item["score"].as_f64().unwrap();
+        assert!((score - expected).abs() < 1e-5, "chunk {i}: score {score}, cosine {expected}");
+        assert!(score <= previous, "scores descend");
+        previous = score;
+    }
+    assert!(list[1]["score"].as_f64().unwrap() < 0.9999, "other chunks are not the query");
+
+    // The same retrieval through `codesweep serve --embedder` (beside a generator) with the same
+    // encoder and batch size.
+    let generator = common::write_gguf(dir.path(), common::Arch::Qwen2, candle_core::quantized::GgmlDType::Q8_0, &common::trained_tokenizer_json(300));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codesweep"))
+        .args(["serve", "--model", generator.to_str().unwrap(), "--embedder", bert.to_str().unwrap(), "--port", "0", "--embed-batch-size", "64"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _server = Server(child);
+    let url = format!("{}/v1", line.trim().strip_prefix("listening on ").unwrap());
+    let remote_out = dir.path().join("remote");
+    let mut remote = base.to_vec();
+    remote.extend(["--embedder-endpoint", &url, "--embedder-model", "unixcoder-base", "--out", remote_out.to_str().unwrap()]);
+    let result = codesweep(&remote);
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    let remote_written = std::fs::read_to_string(remote_out.join("line_completion_rg1_unixcoder_cosine_sim.jsonl")).unwrap();
+    assert_eq!(remote_written, written, "endpoint and local embeddings give the same file");
 }

@@ -2,7 +2,7 @@
 //! types and pure functions: record formats, post-processing and metrics that reproduce the
 //! official Python scripts number for number.
 //!
-//! Apart from [`retrieval`], which reads the project sources it retrieves from, this crate does
+//! Apart from [`retrieval`] and [`dataset`], which read the project sources they work on, this crate does
 //! no I/O of its own (callers hand it bytes and write what it returns); it has no async and
 //! never needs a model.
 

@@ -18,7 +18,7 @@ static FENCED_BLOCK: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The official `FUNCTION_QUERY`.
-fn function_query(language: Language) -> &'static str {
+pub(crate) fn function_query(language: Language) -> &'static str {
     match language {
         Language::Python => "(function_definition name: (_)) @fdef",
         Language::Java => "(method_declaration name: (_)) @fdef",
@@ -29,7 +29,7 @@ fn function_query(language: Language) -> &'static str {
 }
 
 /// The official `COMMENT_QUERY` (Python also removes bare strings in blocks: docstrings).
-fn comment_queries(language: Language) -> &'static [&'static str] {
+pub(crate) fn comment_queries(language: Language) -> &'static [&'static str] {
     match language {
         Language::Python => &["(block (expression_statement (string) @docstring))", "(comment) @comment"],
         Language::Java | Language::Rust => &["(line_comment) @comment", "(block_comment) @comment"],

@@ -34,7 +34,7 @@ pub enum RetrievalError {
         message: String,
     },
     /// The dense ranker was asked for without an embedder.
-    #[error("the dense ranker needs an embedder (the model-backed embedder comes with the engine crate); none was given")]
+    #[error("the dense ranker needs an embedder (a BERT/RoBERTa model or an embeddings endpoint); none was given")]
     NoEmbedder,
     /// The embedder failed or returned the wrong number of vectors.
     #[error("embedder: {0}")]
@@ -111,5 +111,13 @@ impl Options {
     pub fn output_file_name(&self) -> String {
         let suffix = if self.query == QueryType::Groundtruth { "oracle" } else { "rg1" };
         format!("line_completion_{suffix}_{}.jsonl", self.ranking.name())
+    }
+
+    /// The official output file name of a run with a neural ranker (run.sh's `--ranker`, e.g.
+    /// `unixcoder`), which the builder puts before the ranking function:
+    /// `line_completion_<rg1|oracle>_<ranker>_cosine_sim.jsonl`.
+    pub fn ranker_output_file_name(&self, ranker: &str) -> String {
+        let suffix = if self.query == QueryType::Groundtruth { "oracle" } else { "rg1" };
+        format!("line_completion_{suffix}_{ranker}_{}.jsonl", self.ranking.name())
     }
 }

@@ -1,9 +1,10 @@
 //! The builder's `get_cfc` over a whole example file: each repository is read, chunked and
-//! tokenized once, then examples are retrieved in parallel (results in input order).
+//! tokenized once, then examples are retrieved in parallel (results in input order). For the
+//! dense ranker every chunk of a repository is embedded once, in one batched call, and every
+//! query in another, before any example is ranked.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -119,8 +120,8 @@ pub fn render_jsonl(records: &[ExampleRecord], results: &[Retrieval], language: 
 
 struct Repo {
     index: RepoIndex,
-    /// Embeddings of every chunk, per file, computed on first use by the dense ranker.
-    dense: OnceLock<Result<Vec<Vec<Vec<f32>>>, String>>,
+    /// Embeddings of every chunk, per file (dense ranker only).
+    dense: Vec<Vec<Vec<f32>>>,
 }
 
 /// Retrieves cross-file context for every record: repositories are read from
@@ -142,16 +143,26 @@ pub fn retrieve(
     names.sort_unstable();
     names.dedup();
     let lowercase = options.ranking == RankingFn::Tfidf;
-    let repos: HashMap<&str, Repo> = names
+    let mut repos: HashMap<&str, Repo> = names
         .par_iter()
         .map(|&name| {
             let files = read_project(&repos_root.join(name), language)?;
-            Ok((name, Repo { index: RepoIndex::build(files, tokenizer, lowercase), dense: OnceLock::new() }))
+            Ok((name, Repo { index: RepoIndex::build(files, tokenizer, lowercase), dense: Vec::new() }))
         })
         .collect::<Result<_, RetrievalError>>()?;
+    let mut queries = Vec::new();
+    if let Some(embedder) = embedder.filter(|_| options.ranking == RankingFn::Dense) {
+        // One repository at a time: the embedder batches and parallelises within a call.
+        for (name, repo) in repos.iter_mut() {
+            repo.dense = embed_all(name, &repo.index, embedder)?;
+        }
+        let texts: Vec<String> = records.iter().map(|r| query(&r.prompt, &r.groundtruth, options.query)).collect();
+        queries = embed_checked(embedder, &texts.iter().map(String::as_str).collect::<Vec<_>>(), "queries")?;
+    }
     records
         .par_iter()
-        .map(|r| retrieve_one(r, &repos[r.repository.as_str()], options, tokenizer, embedder))
+        .enumerate()
+        .map(|(i, r)| retrieve_one(r, &repos[r.repository.as_str()], options, tokenizer, queries.get(i).map(Vec::as_slice)))
         .collect()
 }
 
@@ -160,7 +171,7 @@ fn retrieve_one(
     repo: &Repo,
     options: &Options,
     tokenizer: &Tokenizer,
-    embedder: Option<&dyn Embedder>,
+    query_vector: Option<&[f32]>,
 ) -> Result<Retrieval, RetrievalError> {
     let index = &repo.index;
     if index.files.is_empty() {
@@ -198,16 +209,9 @@ fn retrieve_one(
             (scores, Some(tokens))
         }
         RankingFn::Dense => {
-            let embedder = embedder.ok_or(RetrievalError::NoEmbedder)?;
-            let vectors = repo
-                .dense
-                .get_or_init(|| embed_all(index, embedder))
-                .as_ref()
-                .map_err(|e| RetrievalError::Embedder(e.clone()))?;
-            let query_vec = embedder.embed(&[q.as_str()]).map_err(|e| RetrievalError::Embedder(e.to_string()))?;
-            let query_vec = query_vec.into_iter().next().ok_or_else(|| RetrievalError::Embedder("no vector for the query".into()))?;
-            let docs: Vec<Vec<f32>> = candidates.iter().map(|&(f, k)| vectors[f][k].clone()).collect();
-            (cosine(&query_vec, &docs), None)
+            let query_vector = query_vector.ok_or(RetrievalError::NoEmbedder)?;
+            let docs: Vec<Vec<f32>> = candidates.iter().map(|&(f, k)| repo.dense[f][k].clone()).collect();
+            (cosine(query_vector, &docs), None)
         }
     };
     let ids: Vec<String> = candidates.iter().map(|&(f, k)| format!("{}|{k}", index.files[f].path)).collect();
@@ -235,19 +239,23 @@ fn retrieve_one(
     Ok(result)
 }
 
-fn embed_all(index: &RepoIndex, embedder: &dyn Embedder) -> Result<Vec<Vec<Vec<f32>>>, String> {
-    index
-        .files
-        .iter()
-        .map(|f| {
-            let texts: Vec<&str> = f.chunks.iter().map(|c| c.text.as_str()).collect();
-            let vectors = embedder.embed(&texts).map_err(|e| e.to_string())?;
-            if vectors.len() != texts.len() {
-                return Err(format!("{} vectors for {} chunks of {}", vectors.len(), texts.len(), f.path));
-            }
-            Ok(vectors)
-        })
-        .collect()
+/// Embeds every chunk of the repository in one call; the vectors come back per file.
+fn embed_all(name: &str, index: &RepoIndex, embedder: &dyn Embedder) -> Result<Vec<Vec<Vec<f32>>>, RetrievalError> {
+    let texts: Vec<&str> = index.files.iter().flat_map(|f| f.chunks.iter().map(|c| c.text.as_str())).collect();
+    let mut vectors = embed_checked(embedder, &texts, &format!("chunks of repository {name}"))?.into_iter();
+    Ok(index.files.iter().map(|f| vectors.by_ref().take(f.chunks.len()).collect()).collect())
+}
+
+/// `embedder.embed(texts)`, checking that one vector came back per text.
+fn embed_checked(embedder: &dyn Embedder, texts: &[&str], what: &str) -> Result<Vec<Vec<f32>>, RetrievalError> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let vectors = embedder.embed(texts).map_err(|e| RetrievalError::Embedder(format!("{what}: {e}")))?;
+    if vectors.len() != texts.len() {
+        return Err(RetrievalError::Embedder(format!("{} vectors for {} {what}", vectors.len(), texts.len())));
+    }
+    Ok(vectors)
 }
 
 #[cfg(test)]
@@ -273,6 +281,35 @@ mod tests {
                 })
                 .collect())
         }
+    }
+
+    /// Counts the calls and texts it is given, then embeds like [`HashedWords`].
+    #[derive(Default)]
+    struct Counting {
+        calls: std::sync::atomic::AtomicUsize,
+        texts: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Embedder for Counting {
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, super::super::EmbedError> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.texts.fetch_add(texts.len(), std::sync::atomic::Ordering::Relaxed);
+            HashedWords.embed(texts)
+        }
+    }
+
+    #[test]
+    fn dense_embeds_each_chunk_once_in_batches() {
+        let dir = repo();
+        let tokenizer = Tokenizer::default();
+        let counting = Counting::default();
+        let records: Vec<ExampleRecord> = (0..5).map(|_| record("demo", "lib/main.py")).collect();
+        let out = retrieve(&records, dir.path(), Language::Python, &dense(), &tokenizer, Some(&counting)).unwrap();
+        assert_eq!(out.len(), 5);
+        // Two files with one chunk each (main.py is empty), plus five queries: two calls in all.
+        assert_eq!(counting.calls.into_inner(), 2);
+        assert_eq!(counting.texts.into_inner(), 2 + 5);
+        assert_eq!(dense().ranker_output_file_name("unixcoder"), "line_completion_rg1_unixcoder_cosine_sim.jsonl");
     }
 
     /// Returns a wrong number of vectors.
