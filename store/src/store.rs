@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
@@ -165,10 +165,17 @@ impl RunStore {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
             }
-            let bytes = store.store.get(&path).await.map_err(|e| Self::object_error(key, e))?;
-            let bytes = bytes.bytes().await.map_err(|e| Self::object_error(key, e))?;
+            // Streamed chunk by chunk: a model file never has to fit in memory.
+            let mut chunks = store.store.get(&path).await.map_err(|e| Self::object_error(key, e))?.into_stream();
             let partial = target.with_extension("partial");
-            std::fs::write(&partial, &bytes).map_err(|e| fail(format!("cannot write {}: {e}", partial.display())))?;
+            let write_error = |e: std::io::Error| fail(format!("cannot write {}: {e}", partial.display()));
+            let mut file = std::io::BufWriter::new(std::fs::File::create(&partial).map_err(write_error)?);
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk.map_err(|e| Self::object_error(key, e))?;
+                std::io::Write::write_all(&mut file, &chunk).map_err(write_error)?;
+            }
+            let file = file.into_inner().map_err(|e| write_error(e.into_error()))?;
+            file.sync_all().map_err(write_error)?;
             std::fs::rename(&partial, &target).map_err(|e| fail(format!("cannot move {}: {e}", target.display())))?;
         }
         Ok(local)
