@@ -250,9 +250,9 @@ impl SweepSpec {
             repoqa.dataset = absolute(&repoqa.dataset);
         }
         for model in &mut self.models {
-            if let Some(path) = &model.path {
+            for path in [&mut model.path, &mut model.tokenizer].into_iter().flatten() {
                 if !path.contains("://") {
-                    model.path = Some(absolute(Path::new(path)).display().to_string());
+                    *path = absolute(Path::new(path.as_str())).display().to_string();
                 }
             }
         }
@@ -296,6 +296,18 @@ impl SweepSpec {
                     return invalid(key("path"), "missing: give a model `path` (GGUF or HF directory) or an `endpoint`".into())
                 }
                 _ => {}
+            }
+            if model.endpoint.is_none() && model.tokenizer.is_some() {
+                return invalid(key("tokenizer"), "only for `endpoint` models; a local model brings its own tokenizer".into());
+            }
+            if self.repoqa.is_some() && model.endpoint.is_some() && model.tokenizer.is_none() {
+                return invalid(
+                    key("tokenizer"),
+                    "missing: RepoQA sizes contexts in the model's tokens; give the endpoint's tokenizer.json".into(),
+                );
+            }
+            if model.endpoint.is_none() && model.chat {
+                return invalid(key("chat"), "only for `endpoint` models; local models use their own chat template".into());
             }
             if let Some(p) = model.parameters {
                 if p.is_nan() || p <= 0.0 {
@@ -391,6 +403,23 @@ mod tests {
         assert!(err.to_string().contains("`models[0].name`"), "{err}");
         let err = SweepSpec::parse_with_env("s.toml", &spec_text("colour = 1"), SpecFormat::Toml, false).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
+    }
+
+    #[test]
+    fn endpoint_only_keys_are_checked() {
+        let endpoint = spec_text("").replace("path = \"/m.gguf\"", "endpoint = \"http://h/v1\"\nchat = true");
+        let spec = SweepSpec::parse_with_env("s.toml", &endpoint, SpecFormat::Toml, false).unwrap();
+        assert!(spec.models[0].chat && spec.models[0].tokenizer.is_none());
+        let local_chat = spec_text("").replace("path = \"/m.gguf\"", "path = \"/m.gguf\"\nchat = true");
+        let err = SweepSpec::parse_with_env("s.toml", &local_chat, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`models[0].chat`"), "{err}");
+        let local_tokenizer = spec_text("").replace("path = \"/m.gguf\"", "path = \"/m.gguf\"\ntokenizer = \"/t.json\"");
+        let err = SweepSpec::parse_with_env("s.toml", &local_tokenizer, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`models[0].tokenizer`"), "{err}");
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let repoqa = format!("{endpoint}[repoqa]\ndataset = \"{dir}/Cargo.toml\"\n");
+        let err = SweepSpec::parse_with_env("s.toml", &repoqa, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`models[0].tokenizer`: missing: RepoQA"), "{err}");
     }
 
     #[test]

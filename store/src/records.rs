@@ -50,6 +50,15 @@ pub struct ModelSpec {
     /// Environment variable holding the endpoint's API key.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// For an endpoint: the served model's `tokenizer.json` (local path or object-store URL),
+    /// so prompts get the official token budgets and RepoQA contexts their exact size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// For an endpoint: send RepoQA's instructions as one user message to
+    /// `/v1/chat/completions` (the server applies the chat template, as a local model's own
+    /// template is applied); CrossCodeEval prompts always go to `/v1/completions`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chat: bool,
     /// Parameter count, for tables and the scaling plot.
     #[serde(default)]
     pub parameters: Option<f64>,
@@ -264,6 +273,8 @@ mod tests {
                 endpoint: None,
                 api_model: None,
                 api_key_env: None,
+                tokenizer: None,
+                chat: false,
                 parameters: Some(5e8),
                 device: None,
                 dtype: None,

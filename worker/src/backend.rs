@@ -19,18 +19,40 @@ pub enum Backend {
     /// Weights in this process.
     Local(Arc<Model>),
     /// A server that completes prompts (vLLM, TGI, llama.cpp, `codesweep serve`, hosted APIs).
-    Http(HttpBackend),
+    Http(Served),
+}
+
+/// An OpenAI-compatible endpoint as the spec describes it.
+#[derive(Clone)]
+pub struct Served {
+    /// `/v1/completions`, for raw prompts (CrossCodeEval).
+    pub completions: HttpBackend,
+    /// `/v1/chat/completions`, for instructions (RepoQA), when the spec says `chat`.
+    pub chat: Option<HttpBackend>,
+    /// The served model's tokenizer, when the spec names one.
+    pub tokenizer: Option<Arc<TextTokenizer>>,
 }
 
 impl Backend {
     /// Loads `spec`'s model from `local_path` (the model's path, downloaded if it was a URL), or
-    /// connects to its endpoint. Blocking: call it off the async runtime.
-    pub fn load(spec: &ModelSpec, local_path: Option<&Path>, default_device: &str) -> Result<Self, WorkerError> {
+    /// connects to its endpoint, with the tokenizer at `local_tokenizer` (an endpoint's
+    /// `tokenizer`, downloaded if it was a URL). Blocking: call it off the async runtime.
+    pub fn load(
+        spec: &ModelSpec,
+        local_path: Option<&Path>,
+        local_tokenizer: Option<&Path>,
+        default_device: &str,
+    ) -> Result<Self, WorkerError> {
         let engine = |source| WorkerError::Engine { model: spec.name.clone(), source };
         if let Some(endpoint) = &spec.endpoint {
             let api_model = spec.api_model.as_deref().unwrap_or(&spec.name);
-            let backend = HttpBackend::new(endpoint, api_model, Endpoint::Completions, spec.api_key_env.as_deref());
-            return Ok(Backend::Http(backend));
+            let http = |kind| HttpBackend::new(endpoint, api_model, kind, spec.api_key_env.as_deref());
+            let tokenizer = local_tokenizer.map(|path| TextTokenizer::from_file(path, Vec::new())).transpose().map_err(engine)?;
+            return Ok(Backend::Http(Served {
+                completions: http(Endpoint::Completions),
+                chat: spec.chat.then(|| http(Endpoint::Chat)),
+                tokenizer: tokenizer.map(Arc::new),
+            }));
         }
         let path = local_path.ok_or_else(|| WorkerError::Input {
             key: spec.name.clone(),
@@ -42,11 +64,23 @@ impl Backend {
         Ok(Backend::Local(Arc::new(model)))
     }
 
-    /// The tokenizer for prompt budgets; endpoints have none here.
+    /// The tokenizer for prompt budgets and RepoQA contexts; an endpoint has one only when its
+    /// spec names it.
     pub fn tokenizer(&self) -> Option<&TextTokenizer> {
         match self {
             Backend::Local(model) => Some(&model.tokenizer),
-            Backend::Http(_) => None,
+            Backend::Http(served) => served.tokenizer.as_deref(),
+        }
+    }
+
+    /// The backend instructions (RepoQA) go to: an endpoint's chat completions when its spec
+    /// says `chat` (the server applies its chat template, as a local model's template is).
+    pub fn for_instructions(&self) -> Backend {
+        match self {
+            Backend::Http(Served { chat: Some(chat), tokenizer, .. }) => {
+                Backend::Http(Served { completions: chat.clone(), chat: None, tokenizer: tokenizer.clone() })
+            }
+            other => other.clone(),
         }
     }
 
@@ -61,7 +95,7 @@ impl Backend {
         let engine = |source| WorkerError::Engine { model: model_name.to_string(), source };
         match self {
             Backend::Local(model) => Generator::new(model, options).generate(requests, on_done).map_err(engine),
-            Backend::Http(http) => http.generate(requests, on_done).map_err(engine),
+            Backend::Http(served) => served.completions.generate(requests, on_done).map_err(engine),
         }
     }
 }

@@ -273,9 +273,15 @@ async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: 
         Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(&spec.name)).await?),
         None => None,
     };
+    let tokenizer = match &spec.tokenizer {
+        Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(format!("{}.tokenizer", spec.name))).await?),
+        None => None,
+    };
     let started = Instant::now();
     let (spec_owned, device) = (spec.clone(), config.device.clone());
-    let backend = tokio::task::spawn_blocking(move || Backend::load(&spec_owned, local.as_deref(), &device))
+    let backend = tokio::task::spawn_blocking(move || {
+        Backend::load(&spec_owned, local.as_deref(), tokenizer.as_deref(), &device)
+    })
         .await
         .map_err(|e| WorkerError::Stopped(format!("model loading panicked: {e}")))??;
     tracing::info!(model = %spec.name, seconds = started.elapsed().as_secs_f64(), "model loaded");

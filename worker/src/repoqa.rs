@@ -34,16 +34,24 @@ pub fn run_repoqa_shard(
     let source = SourceDataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
     let dataset = Dataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
     let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| input(e.to_string()))?;
-    let Backend::Local(model) = backend else {
-        return Err(input("RepoQA sizes contexts with the model's tokenizer; endpoint models are not supported for RepoQA yet".into()));
-    };
-    let tokenizer = &model.tokenizer;
+    let tokenizer = backend.tokenizer().ok_or_else(|| {
+        input(format!(
+            "RepoQA sizes its contexts in the model's tokens: give endpoint model {:?} a `tokenizer` (its tokenizer.json)",
+            header.model.name
+        ))
+    })?;
     let count = |text: &str| -> Result<usize, TokenizeError> {
         tokenizer.tokenize(text).map(|ids| ids.len()).map_err(|e| Box::new(e) as TokenizeError)
     };
     let tasks = build_snf_tasks(&source, language, options.code_context_size, mode, &count, &grammars)
         .map_err(|e| input(e.to_string()))?;
-    let template = model.chat_template.as_deref().and_then(|t| ChatTemplate::from_jinja(t).ok());
+    // A local model's own chat template; an endpoint applies its template server-side (`chat`)
+    // or gets the instruction as is.
+    let template = match backend {
+        Backend::Local(model) => model.chat_template.as_deref().and_then(|t| ChatTemplate::from_jinja(t).ok()),
+        Backend::Http(..) => None,
+    };
+    let backend = &backend.for_instructions();
     let g = &header.generation;
     let sampling = sampling(g);
     let mut requests = Vec::with_capacity(tasks.len());

@@ -1,0 +1,99 @@
+//! A sweep over an OpenAI-compatible endpoint (`codesweep serve` in another process) with the
+//! served model's tokenizer named in the spec: RepoQA contexts and CrossCodeEval prompt budgets
+//! are sized with it, RepoQA goes through `/v1/chat/completions`, and every table equals the
+//! one of the same model run locally.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use candle_core::quantized::GgmlDType;
+use serde_json::Value;
+use support::*;
+
+const CHATML: &str = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou write code.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+#[test]
+fn an_endpoint_model_with_its_tokenizer_gives_the_local_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let repoqa = write_repoqa_dataset(dir.path());
+    let tokenizer = common::trained_tokenizer_json(400);
+    let tokenizer_file = dir.path().join("tokenizer.json");
+    std::fs::write(&tokenizer_file, &tokenizer).unwrap();
+    let model = common::write_gguf_chat(dir.path(), common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer, CHATML);
+
+    let mut server = Guard(
+        codesweep()
+            .args(["serve", "--model", model.to_str().unwrap(), "--port", "0", "--served-name", "tiny"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(server.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_string();
+
+    let store = dir.path().join("store");
+    let spec = format!(
+        r#"[run]
+name = "endpoint"
+store = "{store}"
+shard_size = 5
+
+[[models]]
+name = "local"
+path = "{model}"
+
+[[models]]
+name = "served"
+endpoint = "{url}/v1"
+api_model = "tiny"
+chat = true
+tokenizer = "tokenizer.json"
+
+[generation]
+max_new_tokens = 8
+model_max_tokens = 400
+crossfile_max_tokens = 120
+buffer = 16
+
+[cceval]
+data_dir = "{data}"
+languages = ["python"]
+
+[repoqa]
+dataset = "{repoqa}"
+code_context_size = 64
+max_new_tokens = 8
+"#,
+        store = store.display(),
+        model = model.display(),
+        data = data.display(),
+        repoqa = repoqa.display()
+    );
+    let spec_file = dir.path().join("endpoint.toml");
+    std::fs::write(&spec_file, spec).unwrap();
+    let out = codesweep().args(["run", spec_file.to_str().unwrap(), "--quiet", "--workers", "2"]).output().unwrap();
+    assert!(out.status.success(), "run failed: {}", String::from_utf8_lossy(&out.stderr));
+
+    let (cells, rows) = report_cells(&store, "endpoint");
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("model");
+        v
+    };
+    let by_model = |list: &[Value], model: &str| -> Vec<Value> { list.iter().filter(|c| c["model"] == model).map(strip).collect() };
+    assert_eq!(by_model(&cells, "served"), by_model(&cells, "local"), "CrossCodeEval tables differ");
+    assert_eq!(by_model(&rows, "served"), by_model(&rows, "local"), "RepoQA tables differ");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["tasks"], 8, "{}", rows[0]);
+    // The answers themselves are the same text.
+    let answers = |model: &str| {
+        std::fs::read_to_string(store.join(format!("endpoint/report/exports/repoqa/{model}/ctx64_none/outputs.jsonl"))).unwrap()
+    };
+    assert_eq!(answers("served"), answers("local"));
+    drop(server);
+}
