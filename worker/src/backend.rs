@@ -19,7 +19,7 @@ pub enum Backend {
     /// Weights in this process.
     Local(Arc<Model>),
     /// A server that completes prompts (vLLM, TGI, llama.cpp, `codesweep serve`, hosted APIs).
-    Http(Served),
+    Http(Box<Served>),
 }
 
 /// An OpenAI-compatible endpoint as the spec describes it.
@@ -48,11 +48,11 @@ impl Backend {
             let api_model = spec.api_model.as_deref().unwrap_or(&spec.name);
             let http = |kind| HttpBackend::new(endpoint, api_model, kind, spec.api_key_env.as_deref());
             let tokenizer = local_tokenizer.map(|path| TextTokenizer::from_file(path, Vec::new())).transpose().map_err(engine)?;
-            return Ok(Backend::Http(Served {
+            return Ok(Backend::Http(Box::new(Served {
                 completions: http(Endpoint::Completions),
                 chat: spec.chat.then(|| http(Endpoint::Chat)),
                 tokenizer: tokenizer.map(Arc::new),
-            }));
+            })));
         }
         let path = local_path.ok_or_else(|| WorkerError::Input {
             key: spec.name.clone(),
@@ -77,10 +77,15 @@ impl Backend {
     /// says `chat` (the server applies its chat template, as a local model's template is).
     pub fn for_instructions(&self) -> Backend {
         match self {
-            Backend::Http(Served { chat: Some(chat), tokenizer, .. }) => {
-                Backend::Http(Served { completions: chat.clone(), chat: None, tokenizer: tokenizer.clone() })
-            }
-            other => other.clone(),
+            Backend::Http(served) => match &served.chat {
+                Some(chat) => Backend::Http(Box::new(Served {
+                    completions: chat.clone(),
+                    chat: None,
+                    tokenizer: served.tokenizer.clone(),
+                })),
+                None => self.clone(),
+            },
+            Backend::Local(_) => self.clone(),
         }
     }
 
