@@ -12,7 +12,7 @@ ARG RUST_VERSION=1.95
 ARG DEBIAN_RELEASE=bookworm
 
 FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS builder
-# Cargo features of the `codesweep` package: aws (s3://), gcp (gs://), azure (az://).
+# Cargo features of the `codesweep` package: aws (s3://, on by default), gcp (gs://), azure (az://).
 ARG FEATURES=aws
 WORKDIR /src
 COPY . .

@@ -9,6 +9,12 @@ pub enum StoreError {
     /// The object store failed (I/O, network, permissions).
     #[error("store object {key}: {source}")]
     Object { key: String, source: object_store::Error },
+    /// The store cannot create an object only if it is absent, which write-once results need.
+    #[error(
+        "store {url}: cannot create {key} only if it is absent (conditional put is off); write-once shard results \
+         need it: on S3 unset AWS_CONDITIONAL_PUT=disabled and use a server that honours `If-None-Match: *`"
+    )]
+    NoConditionalCreate { url: String, key: String },
     /// An object exists but is not what codesweep wrote.
     #[error("store object {key}, line {line}: {message}")]
     Format { key: String, line: usize, message: String },

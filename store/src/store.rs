@@ -115,12 +115,19 @@ impl RunStore {
         Ok(())
     }
 
-    /// Creates an object only if it does not exist yet, atomically (shard results).
+    /// Creates an object only if it does not exist yet, atomically (shard results). On S3 this is
+    /// a PUT with `If-None-Match: *`; a server that refuses it with 412 gives `AlreadyExists`.
+    /// Stores that cannot create conditionally give `StoreError::NoConditionalCreate` rather
+    /// than a plain put that could overwrite another worker's result.
     pub async fn put_once(&self, key: &str, text: String) -> Result<WriteOutcome, StoreError> {
         let options = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
         match self.store.put_opts(&self.path(key), PutPayload::from(text), options).await {
             Ok(_) => Ok(WriteOutcome::Created),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(WriteOutcome::AlreadyExists),
+            // S3 with AWS_CONDITIONAL_PUT=disabled: a plain put could overwrite a result.
+            Err(object_store::Error::NotImplemented) => {
+                Err(StoreError::NoConditionalCreate { url: self.url.clone(), key: key.to_string() })
+            }
             Err(e) => Err(Self::object_error(key, e)),
         }
     }
@@ -196,32 +203,65 @@ impl RunStore {
     }
 }
 
-#[allow(unused_variables)]
 fn cloud_store(url: &str, scheme: &str) -> Result<Arc<dyn ObjectStore>, String> {
     match scheme {
-        #[cfg(feature = "aws")]
-        "s3" | "s3a" => object_store::aws::AmazonS3Builder::from_env()
-            .with_url(url)
-            .build()
-            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
-            .map_err(|e| e.to_string()),
-        #[cfg(feature = "gcp")]
-        "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
-            .with_url(url)
-            .build()
-            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
-            .map_err(|e| e.to_string()),
-        #[cfg(feature = "azure")]
-        "az" | "abfs" | "abfss" | "azure" => object_store::azure::MicrosoftAzureBuilder::from_env()
-            .with_url(url)
-            .build()
-            .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
-            .map_err(|e| e.to_string()),
-        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" => Err(format!(
-            "this build has no {scheme}:// support; rebuild codesweep with the store feature (`--features aws`, `gcp` or `azure`)"
-        )),
+        "s3" | "s3a" => s3_store(url),
+        "gs" => gcs_store(url),
+        "az" | "abfs" | "abfss" | "azure" => azure_store(url),
         other => Err(format!("unknown scheme {other:?}; use a path, file://, memory://, s3://, gs:// or az://")),
     }
+}
+
+/// The error for a cloud scheme whose store feature this build lacks.
+#[allow(dead_code)]
+fn missing_feature(scheme: &str, feature: &str) -> String {
+    format!("this build has no {scheme}:// support; rebuild codesweep with `--features {feature}`")
+}
+
+/// An S3-protocol store configured from the `AWS_*` environment variables (endpoint, keys,
+/// region, `AWS_ALLOW_HTTP`, `AWS_VIRTUAL_HOSTED_STYLE_REQUEST`, …) and the URL's bucket.
+#[cfg(feature = "aws")]
+fn s3_store(url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    object_store::aws::AmazonS3Builder::from_env()
+        .with_url(url)
+        .build()
+        .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "aws"))]
+fn s3_store(_url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    Err(missing_feature("s3", "aws"))
+}
+
+/// A Google Cloud Storage store configured from the `GOOGLE_*` environment variables.
+#[cfg(feature = "gcp")]
+fn gcs_store(url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    object_store::gcp::GoogleCloudStorageBuilder::from_env()
+        .with_url(url)
+        .build()
+        .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "gcp"))]
+fn gcs_store(_url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    Err(missing_feature("gs", "gcp"))
+}
+
+/// An Azure Blob Storage store configured from the `AZURE_*` environment variables.
+#[cfg(feature = "azure")]
+fn azure_store(url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    object_store::azure::MicrosoftAzureBuilder::from_env()
+        .with_url(url)
+        .build()
+        .map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "azure"))]
+fn azure_store(_url: &str) -> Result<Arc<dyn ObjectStore>, String> {
+    Err(missing_feature("az", "azure"))
 }
 
 #[cfg(test)]
@@ -266,6 +306,27 @@ mod tests {
         assert_eq!(std::fs::read(folder.join("config.json")).unwrap(), b"{}");
         // Local paths are used where they are.
         assert_eq!(RunStore::download_to("/m/x.gguf", cache.path()).await.unwrap(), PathBuf::from("/m/x.gguf"));
+    }
+
+    /// With conditional put turned off (`AWS_CONDITIONAL_PUT=disabled`) object_store cannot
+    /// create-if-absent on S3; a result write must fail clearly, never fall back to overwriting.
+    #[cfg(feature = "aws")]
+    #[tokio::test]
+    async fn s3_without_conditional_put_refuses_write_once() {
+        let s3 = object_store::aws::AmazonS3Builder::new()
+            .with_bucket_name("b")
+            .with_region("us-east-1")
+            .with_endpoint("http://127.0.0.1:9")
+            .with_allow_http(true)
+            .with_access_key_id("k")
+            .with_secret_access_key("s")
+            .with_conditional_put(object_store::aws::S3ConditionalPut::Disabled)
+            .build()
+            .unwrap();
+        let store = RunStore { url: "s3://b/p".into(), store: Arc::new(s3), prefix: ObjectPath::from("p") };
+        let err = store.put_once("r/shards/a.jsonl", "x".into()).await.unwrap_err();
+        assert!(matches!(err, StoreError::NoConditionalCreate { .. }), "{err}");
+        assert!(err.to_string().contains("AWS_CONDITIONAL_PUT"), "{err}");
     }
 
     #[test]
