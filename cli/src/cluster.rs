@@ -1,4 +1,4 @@
-//! The distributed commands' shared pieces: runtime, logging, signals, coordinator clients,
+//! The distributed commands' shared pieces: runtime, signals, coordinator clients,
 //! run URIs and the progress display.
 
 use std::time::Duration;
@@ -48,14 +48,6 @@ pub async fn connect(address: &str, token: Option<&str>) -> Result<Client> {
 /// A multi-threaded tokio runtime.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
-}
-
-/// Structured logs on stderr; `RUST_LOG` picks the level (default `warn` for `run`, `info` for
-/// services).
-pub fn init_logging(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 /// A stop channel driven by SIGTERM / Ctrl-C: the first signal drains (finish the shard in

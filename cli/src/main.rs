@@ -11,6 +11,7 @@ mod score_cceval;
 mod score_repoqa;
 mod serve;
 mod services;
+mod telemetry;
 
 use std::process::ExitCode;
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use codesweep_proto::{ModelProgress, RunState, RunStatus, ShardFailure};
 use codesweep_store::RunLayout;
+use codesweep_telemetry::{instruments, KeyValue};
 
 use crate::plan::{Plan, PlannedShard};
 
@@ -203,6 +204,7 @@ impl Schedule {
         for (lease_id, (run, shard)) in expired {
             self.leases.remove(&lease_id);
             self.lease_expirations += 1;
+            instruments().lease_expirations.add(1, &[KeyValue::new("run", self.runs[run].layout.run_id().to_string())]);
             self.retry_or_fail(run, shard, "lease expired: the worker stopped sending heartbeats".into(), true, now);
         }
     }
@@ -217,12 +219,14 @@ impl Schedule {
         if retryable && s.attempts < timings.max_attempts && !cancelled {
             s.state = ShardState::Pending { not_before: now + backoff(&timings, s.attempts) };
             self.retries += 1;
+            instruments().retries.add(1, &[KeyValue::new("run", entry.layout.run_id().to_string())]);
             true
         } else if cancelled {
             s.state = ShardState::Pending { not_before: now };
             false
         } else {
             s.state = ShardState::Failed;
+            instruments().shard_failures.add(1, &[KeyValue::new("run", entry.layout.run_id().to_string())]);
             self.final_failures.push(FinalFailure {
                 run_id: entry.layout.run_id().to_string(),
                 shard_id: s.planned.shard_id.clone(),

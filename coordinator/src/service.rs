@@ -18,7 +18,8 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use codesweep_proto::auth::RequireToken;
-use crate::plan::{load_plan, load_spec, plan_run, PlanError};
+use crate::plan::{load_plan, load_spec, plan_run, Plan, PlanError};
+use crate::run_span::RunSpans;
 use crate::schedule::{Schedule, Timings};
 use crate::spec::{SpecFormat, SweepSpec};
 
@@ -44,6 +45,7 @@ pub struct CoordinatorService {
     stores: Arc<Mutex<HashMap<String, RunStore>>>,
     options: CoordinatorOptions,
     default_ttl: Duration,
+    run_spans: RunSpans,
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
@@ -66,6 +68,7 @@ impl CoordinatorService {
             stores: Arc::default(),
             options,
             default_ttl: Duration::from_secs(60),
+            run_spans: RunSpans::default(),
         }
     }
 
@@ -96,6 +99,7 @@ impl CoordinatorService {
         let failed = if retry_failed { HashMap::new() } else { failed };
         let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
         self.schedule()?.add_run(&plan, store.url(), timings(spec), &done, &failed, Instant::now());
+        self.open_run_span(&plan, already_done);
         tracing::info!(run = %plan.run_id, shards = plan.shards.len(), already_done, "run submitted");
         Ok(SubmitRunResponse { run_id: plan.run_id, shards: plan.shards.len() as u32, already_done })
     }
@@ -116,9 +120,32 @@ impl CoordinatorService {
             };
             let (done, failed) = stored_outcomes(&store, &layout).await.map_err(internal)?;
             self.schedule()?.add_run(&plan, store.url(), timings(&spec), &done, &failed, Instant::now());
+            let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
+            self.open_run_span(&plan, already_done);
             recovered.push(run_id.to_string());
         }
         Ok(recovered)
+    }
+
+    /// Starts the `run` span of a (re)submitted run, and ends it at once if nothing is left to do.
+    fn open_run_span(&self, plan: &Plan, already_done: u32) {
+        self.run_spans.open(plan, already_done);
+        self.close_ended_run_spans();
+    }
+
+    /// Ends the `run` spans of runs that have ended, recording how they ended.
+    fn close_ended_run_spans(&self) {
+        if let Ok(schedule) = self.schedule.lock() {
+            self.run_spans.close_ended(&schedule, Instant::now());
+        }
+    }
+
+    /// Ends every open `run` span (the coordinator is stopping): a span that is never ended is
+    /// never exported. Unfinished runs end with `run.state = "running"`.
+    pub fn close_run_spans(&self) {
+        if let Ok(schedule) = self.schedule.lock() {
+            self.run_spans.close_all(&schedule, Instant::now());
+        }
     }
 
     /// Whether this coordinator has runs and every one has ended.
@@ -214,9 +241,11 @@ impl Coordinator for CoordinatorService {
             (grant, schedule.retry_after(now), schedule.all_finished())
         };
         self.record_failures().await?;
+        self.close_ended_run_spans();
         let lease = grant.map(|g| {
             tracing::info!(shard = %g.shard_id, worker = %request.worker_id, attempt = g.attempt, "shard leased");
             Lease {
+                trace_parent: self.run_spans.trace_parent(&g.run_id),
                 lease_id: g.lease_id,
                 run_id: g.run_id,
                 shard_id: g.shard_id,
@@ -236,6 +265,7 @@ impl Coordinator for CoordinatorService {
         let answer =
             self.schedule()?.heartbeat(&request.worker_id, &request.lease_id, request.examples_done, Instant::now());
         self.record_failures().await?;
+        self.close_ended_run_spans();
         Ok(Response::new(HeartbeatResponse { lease_valid: answer.valid, cancel: answer.cancel }))
     }
 
@@ -250,6 +280,7 @@ impl Coordinator for CoordinatorService {
         if exists {
             self.schedule()?.mark_done(&run_id, &shard_id);
             tracing::info!(shard = %shard_id, worker = %request.worker_id, "shard done");
+            self.close_ended_run_spans();
         }
         Ok(Response::new(CompleteShardResponse { accepted: exists }))
     }
@@ -270,6 +301,7 @@ impl Coordinator for CoordinatorService {
             Instant::now(),
         );
         self.record_failures().await?;
+        self.close_ended_run_spans();
         Ok(Response::new(FailShardResponse { will_retry }))
     }
 
@@ -315,6 +347,7 @@ impl Coordinator for CoordinatorService {
     async fn cancel_run(&self, request: Request<CancelRunRequest>) -> Result<Response<CancelRunResponse>, Status> {
         let run_id = request.into_inner().run_id;
         let cancelled = self.schedule()?.cancel(&run_id);
+        self.close_ended_run_spans();
         Ok(Response::new(CancelRunResponse { cancelled }))
     }
 }
