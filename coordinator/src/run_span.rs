@@ -20,14 +20,15 @@ pub struct RunSpans {
 impl RunSpans {
     /// Starts the span of `plan`'s run; a resubmitted run's earlier span ends here.
     pub fn open(&self, plan: &Plan, already_done: u32) {
-        let examples: u64 = plan.shards.iter().map(|s| s.examples as u64).sum();
+        // Integers as i64: the OpenTelemetry bridge exports other integer types as strings.
+        let examples: i64 = plan.shards.iter().map(|s| s.examples as i64).sum();
         let span = tracing::info_span!(
             parent: None,
             "run",
             run.id = %plan.run_id,
-            run.shards = plan.shards.len() as u64,
+            run.shards = plan.shards.len() as i64,
             run.examples = examples,
-            run.shards_already_done = already_done,
+            run.shards_already_done = i64::from(already_done),
             run.state = Empty,
             run.shards_done = Empty,
             run.shards_failed = Empty,
@@ -72,8 +73,8 @@ fn record_end(span: &tracing::Span, status: &RunStatus) {
     let state = RunState::try_from(status.state).map(|s| s.as_str_name()).unwrap_or("RUN_STATE_UNSPECIFIED");
     // As `codesweep status` prints it: succeeded, finished_with_failures, cancelled, running.
     span.record("run.state", state.trim_start_matches("RUN_STATE_").to_lowercase());
-    span.record("run.shards_done", status.shards_done);
-    span.record("run.shards_failed", status.shards_failed);
-    span.record("run.examples_done", status.examples_done);
+    span.record("run.shards_done", i64::from(status.shards_done));
+    span.record("run.shards_failed", i64::from(status.shards_failed));
+    span.record("run.examples_done", status.examples_done as i64);
     span.record("otel.status_code", if status.state == RunState::Succeeded as i32 { "OK" } else { "ERROR" });
 }

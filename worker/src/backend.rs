@@ -97,11 +97,12 @@ pub fn generate_shard(
         if let Some(reason) = control.stop_reason() {
             return Err(WorkerError::Stopped(reason));
         }
-        // One engine call: it runs the chunk in batches of up to `batch_size` sequences.
+        // One engine call: it runs the chunk in batches of up to `batch_size` sequences. Integers
+        // as i64: the OpenTelemetry bridge exports other integer types as strings.
         let span = tracing::info_span!(
             "batch",
-            batch.index = index as u64,
-            batch.requests = chunk.len() as u64,
+            batch.index = index as i64,
+            batch.requests = chunk.len() as i64,
             batch.engine_batches = Empty,
             batch.prompt_tokens = Empty,
             batch.generated_tokens = Empty,
@@ -114,9 +115,9 @@ pub fn generate_shard(
         })?;
         let prompt_tokens: u64 = generation.completions.iter().map(|c| c.prompt_tokens as u64).sum();
         let generated_tokens: u64 = generation.completions.iter().map(|c| c.generated_tokens as u64).sum();
-        span.record("batch.engine_batches", generation.stats.batches as u64);
-        span.record("batch.prompt_tokens", prompt_tokens);
-        span.record("batch.generated_tokens", generated_tokens);
+        span.record("batch.engine_batches", generation.stats.batches as i64);
+        span.record("batch.prompt_tokens", prompt_tokens as i64);
+        span.record("batch.generated_tokens", generated_tokens as i64);
         let metrics = instruments();
         metrics.examples_generated.add(chunk.len() as u64, &attributes);
         metrics.tokens_prompt.add(prompt_tokens, &attributes);

@@ -25,7 +25,7 @@ impl ShardTrace {
             "shard",
             run.id = %lease.run_id,
             shard.id = %lease.shard_id,
-            shard.attempt = lease.attempt,
+            shard.attempt = i64::from(lease.attempt),
             worker = %worker,
             model = %lease.model,
             benchmark = Empty,
@@ -55,7 +55,8 @@ impl ShardTrace {
         self.span.record("benchmark", benchmark);
         self.span.record("language", header.language.as_str());
         self.span.record("setting", header.setting.as_str());
-        self.span.record("examples", header.examples as u64);
+        // Integers as i64: the OpenTelemetry bridge exports other integer types as strings.
+        self.span.record("examples", header.examples as i64);
         self.attributes.extend([
             KeyValue::new("benchmark", benchmark),
             KeyValue::new("language", header.language.clone()),
@@ -67,8 +68,8 @@ impl ShardTrace {
     pub fn finish(self, outcome: &Result<ShardStats, WorkerError>) {
         match outcome {
             Ok(stats) => {
-                self.span.record("prompt_tokens", stats.prompt_tokens);
-                self.span.record("generated_tokens", stats.generated_tokens);
+                self.span.record("prompt_tokens", stats.prompt_tokens as i64);
+                self.span.record("generated_tokens", stats.generated_tokens as i64);
                 self.span.record("otel.status_code", "OK");
                 let metrics = instruments();
                 metrics.examples_completed.add(stats.examples, &self.attributes);
