@@ -51,12 +51,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// A stop channel driven by SIGTERM / Ctrl-C: the first signal drains (finish the shard in
-/// hand), the second stops at once (release it).
+/// hand), the second stops at once (release it). SIGTERM is caught from the moment this returns
+/// (not from whenever the task first runs), so a signal right after start still shuts down
+/// cleanly and flushes telemetry.
 pub fn stop_on_signals() -> watch::Receiver<StopMode> {
     let (sender, receiver) = watch::channel(StopMode::Run);
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::spawn(async move {
         let mut mode = StopMode::Run;
         loop {
+            #[cfg(unix)]
+            wait_for_signal(term.as_mut()).await;
+            #[cfg(not(unix))]
             wait_for_signal().await;
             mode = if mode == StopMode::Run { StopMode::Drain } else { StopMode::Now };
             eprintln!(
@@ -75,26 +82,24 @@ pub fn stop_on_signals() -> watch::Receiver<StopMode> {
     receiver
 }
 
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+#[cfg(unix)]
+async fn wait_for_signal(term: Option<&mut tokio::signal::unix::Signal>) {
+    match term {
+        Some(term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
             }
         }
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Splits a run URI (`runs/demo`, `file:///data/runs/demo`, `s3://bucket/runs/demo`) into the

@@ -61,10 +61,11 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         }
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
         let address = listener.local_addr().context("no local address")?;
+        // Signals are caught before anyone learns our address.
+        let mut stop = stop_on_signals();
         // The first line of stdout, for scripts and tests that start us on port 0.
         println!("listening on http://{address}");
         let token = read_token(&args.token_env);
-        let mut stop = stop_on_signals();
         let signalled = stop.clone();
         let watcher = service.clone();
         let final_check = service.clone();

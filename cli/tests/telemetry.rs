@@ -410,3 +410,48 @@ fn with_telemetry_off_nothing_connects() {
     assert!(collector.connections.load(Ordering::SeqCst) > 0);
     assert!(collector.spans().iter().any(|(_, s)| s.name == "run"));
 }
+
+#[cfg(unix)]
+#[test]
+fn a_coordinator_stopped_by_sigterm_still_exports_its_open_run_span() {
+    use std::io::{BufRead, BufReader};
+    let runtime = runtime();
+    let collector = Collector::default();
+    let endpoint = collector.start(&runtime);
+    let fixture = fixture();
+    // The flag beats the spec: nothing listens on the spec's endpoint.
+    let spec = fixture.spec("interrupted", false, "[telemetry]\notlp_endpoint = \"http://127.0.0.1:9\"\n");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_codesweep"));
+    command
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--otlp-endpoint", &endpoint, "--submit", spec.to_str().unwrap()])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped());
+    for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("OTEL_")) {
+        command.env_remove(name);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("listening on "), "{line:?}");
+    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the coordinator did not stop on SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "a coordinator without --exit-when-done stops cleanly: {status:?}");
+    let spans = collector.spans();
+    let (resource, run) = spans.iter().find(|(_, s)| s.name == "run").expect("the open run span was exported at shutdown");
+    assert_eq!(text(resource, "codesweep.role"), "coordinator");
+    assert_eq!(text(&run.attributes, "run.id"), "interrupted");
+    assert_eq!(text(&run.attributes, "run.state"), "running");
+    assert_eq!(int(&run.attributes, "run.shards_done"), 0);
+    assert_eq!(int(&run.attributes, "run.shards"), EXAMPLES.div_ceil(SHARD_SIZE) as i64);
+}

@@ -36,7 +36,12 @@ impl RunSpans {
             otel.status_code = Empty,
         );
         if let Ok(mut open) = self.open.lock() {
-            open.insert(plan.run_id.clone(), span);
+            if span.is_disabled() {
+                // No subscriber wants it (telemetry off, quiet logs): nothing to keep or end.
+                open.remove(&plan.run_id);
+            } else {
+                open.insert(plan.run_id.clone(), span);
+            }
         }
     }
 
