@@ -132,7 +132,7 @@ pub async fn follow(client: &mut Client, run_id: &str, show_bar: bool) -> Result
         bar.set_message(format!("shards {}/{}", status.shards_done, status.shards_total));
         let eta = if status.eta_seconds >= 0.0 { format!("eta {:.0}s", status.eta_seconds) } else { "eta –".into() };
         let failed = if status.shards_failed > 0 { format!(", {} failed", status.shards_failed) } else { String::new() };
-        bar.set_prefix(format!("{:.1} ex/s, {eta}{failed}", status.examples_per_second));
+        bar.set_prefix(format!("{:.1} ex/s, {:.0} tok/s, {eta}{failed}", status.examples_per_second, status.tokens_per_second));
         last = Some(status);
     }
     bar.finish_and_clear();
@@ -143,7 +143,7 @@ pub async fn follow(client: &mut Client, run_id: &str, show_bar: bool) -> Result
 pub fn describe(status: &RunStatus) -> String {
     let state = RunState::try_from(status.state).map(|s| s.as_str_name()).unwrap_or("UNKNOWN");
     format!(
-        "run {}: {} — shards {}/{} done, {} running, {} failed; examples {}/{}; {:.1} ex/s; retries {}, lease expirations {}",
+        "run {}: {} — shards {}/{} done, {} running, {} failed; examples {}/{}; generated tokens {}; {:.1} ex/s, {:.1} tok/s; retries {}, lease expirations {}",
         status.run_id,
         state.trim_start_matches("RUN_STATE_").to_lowercase(),
         status.shards_done,
@@ -152,7 +152,9 @@ pub fn describe(status: &RunStatus) -> String {
         status.shards_failed,
         status.examples_done,
         status.examples_total,
+        status.generated_tokens,
         status.examples_per_second,
+        status.tokens_per_second,
         status.retries,
         status.lease_expirations
     )

@@ -367,6 +367,8 @@ fn a_run_exports_its_spans_and_counters_to_the_configured_collector() {
     assert_eq!(collector.counter_total("codesweep.shard.retries"), retries);
     assert_eq!(collector.counter_total("codesweep.lease.expirations"), reported(&stderr, "lease expirations"));
     assert_eq!(collector.histogram_count("codesweep.shard.duration"), broken_shards as u64);
+    // The status line's token count (from CompleteShard stats) agrees too.
+    assert_eq!(reported(&stderr, "generated tokens"), result_generated);
     assert_eq!(collector.histogram_count("codesweep.batch.duration"), batches.len() as u64);
 }
 

@@ -45,6 +45,8 @@ struct ShardEntry {
     attempts: u32,
     last_error: Option<String>,
     progress: u64,
+    /// Tokens generated: the running attempt's last heartbeat, or the finished shard's total.
+    tokens: u64,
 }
 
 #[derive(Debug)]
@@ -164,7 +166,7 @@ impl Schedule {
                 } else {
                     (ShardState::Pending { not_before: now }, None)
                 };
-                ShardEntry { planned: planned.clone(), state, attempts: 0, last_error, progress: 0 }
+                ShardEntry { planned: planned.clone(), state, attempts: 0, last_error, progress: 0, tokens: 0 }
             })
             .collect();
         let done_when_added =
@@ -216,6 +218,7 @@ impl Schedule {
         let s = &mut entry.shards[shard];
         s.last_error = Some(error.clone());
         s.progress = 0;
+        s.tokens = 0;
         if retryable && s.attempts < timings.max_attempts && !cancelled {
             s.state = ShardState::Pending { not_before: now + backoff(&timings, s.attempts) };
             self.retries += 1;
@@ -294,6 +297,7 @@ impl Schedule {
         shard.attempts += 1;
         shard.state = ShardState::Leased { lease_id: lease_id.clone(), worker_id: worker_id.to_string(), expires: now + ttl };
         shard.progress = 0;
+        shard.tokens = 0;
         self.leases.insert(lease_id.clone(), (r, i));
         Some(Grant {
             lease_id,
@@ -330,8 +334,15 @@ impl Schedule {
         }
     }
 
-    /// Renews a lease and records progress.
-    pub fn heartbeat(&mut self, worker_id: &str, lease_id: &str, examples_done: u64, now: Instant) -> HeartbeatAnswer {
+    /// Renews a lease and records progress (examples done, tokens generated so far).
+    pub fn heartbeat(
+        &mut self,
+        worker_id: &str,
+        lease_id: &str,
+        examples_done: u64,
+        generated_tokens: u64,
+        now: Instant,
+    ) -> HeartbeatAnswer {
         self.expire(now);
         if let Some(worker) = self.workers.get_mut(worker_id) {
             worker.last_seen = now;
@@ -344,6 +355,7 @@ impl Schedule {
         let cancel = run.cancelled;
         let shard = &mut run.shards[i];
         shard.progress = examples_done.min(shard.planned.examples as u64);
+        shard.tokens = generated_tokens;
         if let ShardState::Leased { expires, .. } = &mut shard.state {
             *expires = now + ttl;
         }
@@ -356,8 +368,9 @@ impl Schedule {
         Some((self.runs[r].layout.run_id().to_string(), self.runs[r].shards[i].planned.shard_id.clone()))
     }
 
-    /// Marks a shard done because its result object exists (whoever wrote it).
-    pub fn mark_done(&mut self, run_id: &str, shard_id: &str) -> bool {
+    /// Marks a shard done because its result object exists (whoever wrote it), with the tokens
+    /// its worker reports it generated.
+    pub fn mark_done(&mut self, run_id: &str, shard_id: &str, generated_tokens: u64) -> bool {
         let Some(r) = self.runs.iter().position(|run| run.layout.run_id() == run_id) else { return false };
         let Some(i) = self.runs[r].shards.iter().position(|s| s.planned.shard_id == shard_id) else { return false };
         if let ShardState::Leased { lease_id, .. } = &self.runs[r].shards[i].state {
@@ -366,6 +379,7 @@ impl Schedule {
         let shard = &mut self.runs[r].shards[i];
         shard.state = ShardState::Done;
         shard.progress = 0;
+        shard.tokens = generated_tokens;
         true
     }
 
@@ -384,6 +398,7 @@ impl Schedule {
         let shard = &mut self.runs[r].shards[i];
         shard.attempts = shard.attempts.saturating_sub(1);
         shard.progress = 0;
+        shard.tokens = 0;
         shard.state = ShardState::Pending { not_before: now };
         true
     }
@@ -430,6 +445,13 @@ impl Schedule {
             .sum();
         let elapsed = now.saturating_duration_since(run.added).as_secs_f64();
         let rate = if elapsed > 0.0 { examples_done.saturating_sub(run.done_when_added) as f64 / elapsed } else { 0.0 };
+        let generated_tokens: u64 = run
+            .shards
+            .iter()
+            .filter(|s| matches!(s.state, ShardState::Done | ShardState::Leased { .. }))
+            .map(|s| s.tokens)
+            .sum();
+        let tokens_per_second = if elapsed > 0.0 { generated_tokens as f64 / elapsed } else { 0.0 };
         let failed_examples: u64 =
             run.shards.iter().filter(|s| s.state == ShardState::Failed).map(|s| s.planned.examples as u64).sum();
         let left = examples_total.saturating_sub(examples_done + failed_examples);
@@ -473,6 +495,8 @@ impl Schedule {
             store_url: run.store_url.clone(),
             retries: self.retries,
             lease_expirations: self.lease_expirations,
+            generated_tokens,
+            tokens_per_second,
         })
     }
 }

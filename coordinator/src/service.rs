@@ -263,7 +263,13 @@ impl Coordinator for CoordinatorService {
     async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
         let request = request.into_inner();
         let answer =
-            self.schedule()?.heartbeat(&request.worker_id, &request.lease_id, request.examples_done, Instant::now());
+            self.schedule()?.heartbeat(
+                &request.worker_id,
+                &request.lease_id,
+                request.examples_done,
+                request.generated_tokens,
+                Instant::now(),
+            );
         self.record_failures().await?;
         self.close_ended_run_spans();
         Ok(Response::new(HeartbeatResponse { lease_valid: answer.valid, cancel: answer.cancel }))
@@ -274,11 +280,12 @@ impl Coordinator for CoordinatorService {
         request: Request<CompleteShardRequest>,
     ) -> Result<Response<CompleteShardResponse>, Status> {
         let request = request.into_inner();
+        let tokens = request.stats.map_or(0, |s| s.generated_tokens);
         let target = self.schedule()?.lease_target(&request.worker_id, &request.lease_id);
         let (run_id, shard_id) = target.unwrap_or((request.run_id, request.shard_id));
         let exists = self.run_store(&run_id)?.exists(&RunLayout::new(&run_id).result(&shard_id)).await.map_err(internal)?;
         if exists {
-            self.schedule()?.mark_done(&run_id, &shard_id);
+            self.schedule()?.mark_done(&run_id, &shard_id, tokens);
             tracing::info!(shard = %shard_id, worker = %request.worker_id, "shard done");
             self.close_ended_run_spans();
         }

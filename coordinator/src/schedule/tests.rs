@@ -41,7 +41,7 @@ fn shards_already_in_the_store_are_not_leased_again() {
     assert_eq!(grant.shard_id, plan.shards[1].shard_id);
     assert_eq!(grant.result_key, format!("r/shards/{}.jsonl", plan.shards[1].shard_id));
     assert!(schedule.lease(&w, "", now).is_none());
-    assert!(schedule.mark_done("r", &grant.shard_id));
+    assert!(schedule.mark_done("r", &grant.shard_id, 0));
     let status = schedule.status("r", now).unwrap();
     assert_eq!((status.shards_done, status.state), (3, RunState::Succeeded as i32));
 }
@@ -54,7 +54,7 @@ fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
     let (w1, w2) = (schedule.register_worker(t0), schedule.register_worker(t0));
     let first = schedule.lease(&w1, "a", t0).unwrap();
     // Heartbeats keep it alive past the original TTL.
-    assert!(schedule.heartbeat(&w1, &first.lease_id, 4, t0 + Duration::from_secs(8)).valid);
+    assert!(schedule.heartbeat(&w1, &first.lease_id, 4, 30, t0 + Duration::from_secs(8)).valid);
     assert!(schedule.lease(&w2, "a", t0 + Duration::from_secs(15)).is_none());
     assert_eq!(schedule.status("r", t0 + Duration::from_secs(15)).unwrap().examples_done, 4);
     // Silence: expired at 18 s, retried after the 1 s backoff.
@@ -62,7 +62,7 @@ fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
     assert!(schedule.lease(&w2, "a", t1).is_none(), "backoff not honoured");
     let second = schedule.lease(&w2, "a", t1 + Duration::from_secs(1)).unwrap();
     assert_eq!(second.attempt, 2);
-    assert!(!schedule.heartbeat(&w1, &first.lease_id, 5, t1).valid, "stale lease accepted");
+    assert!(!schedule.heartbeat(&w1, &first.lease_id, 5, 40, t1).valid, "stale lease accepted");
     assert_eq!(schedule.lease_expirations, 1);
     // Second expiry exhausts max_attempts = 2.
     let t2 = t1 + Duration::from_secs(30);
@@ -125,7 +125,7 @@ fn cancelled_runs_stop_leasing_and_tell_heartbeats() {
     let g = schedule.lease(&w, "a", now).unwrap();
     assert!(schedule.cancel("r"));
     assert!(schedule.lease(&w, "a", now).is_none());
-    assert_eq!(schedule.heartbeat(&w, &g.lease_id, 1, now), HeartbeatAnswer { valid: true, cancel: true });
+    assert_eq!(schedule.heartbeat(&w, &g.lease_id, 1, 8, now), HeartbeatAnswer { valid: true, cancel: true });
     assert_eq!(schedule.status("r", now).unwrap().state, RunState::Cancelled as i32);
     assert!(schedule.all_finished());
     assert!(!schedule.cancel("nope"));
@@ -143,4 +143,24 @@ fn a_released_shard_is_leased_again_without_losing_an_attempt() {
     let again = schedule.lease(&w2, "a", now).unwrap();
     assert_eq!((again.shard_id, again.attempt), (g.shard_id, 1));
     assert_eq!(schedule.retries, 0);
+}
+
+#[test]
+fn tokens_per_second_count_running_heartbeats_and_finished_totals_only() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["a"], 2);
+    let mut schedule = schedule_with(&plan, t0);
+    let (w1, w2) = (schedule.register_worker(t0), schedule.register_worker(t0));
+    let (g1, g2) = (schedule.lease(&w1, "a", t0).unwrap(), schedule.lease(&w2, "a", t0).unwrap());
+    let t1 = t0 + Duration::from_secs(2);
+    assert!(schedule.heartbeat(&w1, &g1.lease_id, 3, 50, t1).valid);
+    assert!(schedule.heartbeat(&w2, &g2.lease_id, 1, 20, t1).valid);
+    let status = schedule.status("r", t1).unwrap();
+    assert_eq!((status.generated_tokens, status.tokens_per_second), (70, 35.0));
+    // The finished shard counts its reported total; the failed attempt counts nothing.
+    assert!(schedule.mark_done("r", &g1.shard_id, 90));
+    assert!(schedule.fail(&w2, &g2.lease_id, "boom".into(), true, t1));
+    let t2 = t0 + Duration::from_secs(4);
+    let status = schedule.status("r", t2).unwrap();
+    assert_eq!((status.generated_tokens, status.tokens_per_second), (90, 22.5));
 }
