@@ -1,8 +1,10 @@
 //! Telemetry end to end: an OTLP/gRPC collector in this process (the generated
 //! `opentelemetry-proto` services) receives what a real `codesweep run` subprocess exports —
 //! `run`, `shard` and `batch` spans in one trace, and counters whose totals equal what the run
-//! did by its own account (result files, its final status line). With telemetry off nothing
-//! may connect to the collector at all.
+//! did by its own account (result files, its final status line). Separate coordinator and
+//! worker processes share one trace through the lease's traceparent; a coordinator stopped by
+//! SIGTERM still exports its open run span. With telemetry off nothing may connect to the
+//! collector at all.
 
 #[path = "../../engine/tests/common/mod.rs"]
 mod common;
@@ -255,14 +257,19 @@ settings = ["in_file"]
     }
 }
 
-/// `codesweep run SPEC` with no OpenTelemetry variables but those in `env`.
-fn codesweep_run(spec: &Path, env: &[(&str, &str)]) -> Output {
+/// `codesweep ARGS` with quiet logs and none of this process's OpenTelemetry variables.
+fn codesweep(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_codesweep"));
-    command.args(["run", spec.to_str().unwrap(), "--quiet"]).env("RUST_LOG", "warn");
+    command.args(args).env("RUST_LOG", "warn").env_remove("CODESWEEP_TOKEN");
     for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("OTEL_")) {
         command.env_remove(name);
     }
-    command.envs(env.iter().copied()).output().unwrap()
+    command
+}
+
+/// `codesweep run SPEC` with no OpenTelemetry variables but those in `env`.
+fn codesweep_run(spec: &Path, env: &[(&str, &str)]) -> Output {
+    codesweep(&["run", spec.to_str().unwrap(), "--quiet"]).envs(env.iter().copied()).output().unwrap()
 }
 
 /// The figure after `label ` in the run's final status line (`…; retries 2, lease expirations 0`).
@@ -423,31 +430,17 @@ fn a_coordinator_stopped_by_sigterm_still_exports_its_open_run_span() {
     let fixture = fixture();
     // The flag beats the spec: nothing listens on the spec's endpoint.
     let spec = fixture.spec("interrupted", false, "[telemetry]\notlp_endpoint = \"http://127.0.0.1:9\"\n");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_codesweep"));
-    command
-        .args(["coordinator", "--listen", "127.0.0.1:0", "--otlp-endpoint", &endpoint, "--submit", spec.to_str().unwrap()])
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped());
-    for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("OTEL_")) {
-        command.env_remove(name);
-    }
-    let mut child = command.spawn().unwrap();
+    let mut child = codesweep(&["coordinator", "--listen", "127.0.0.1:0", "--otlp-endpoint", &endpoint])
+        .args(["--submit", spec.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.starts_with("listening on "), "{line:?}");
     let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the coordinator did not stop on SIGTERM");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let status = wait_child(&mut child, 60);
     assert!(status.success(), "a coordinator without --exit-when-done stops cleanly: {status:?}");
     let spans = collector.spans();
     let (resource, run) = spans.iter().find(|(_, s)| s.name == "run").expect("the open run span was exported at shutdown");
@@ -456,4 +449,55 @@ fn a_coordinator_stopped_by_sigterm_still_exports_its_open_run_span() {
     assert_eq!(text(&run.attributes, "run.state"), "running");
     assert_eq!(int(&run.attributes, "run.shards_done"), 0);
     assert_eq!(int(&run.attributes, "run.shards"), EXAMPLES.div_ceil(SHARD_SIZE) as i64);
+}
+
+/// Waits for a child process, killing it after `seconds`.
+fn wait_child(child: &mut std::process::Child, seconds: u64) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("process did not finish within {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_worker_process_continues_the_coordinators_trace() {
+    use std::io::{BufRead, BufReader};
+    let runtime = runtime();
+    let collector = Collector::default();
+    let endpoint = collector.start(&runtime);
+    let fixture = fixture();
+    let spec = fixture.spec("cluster", false, "");
+    let mut coordinator = codesweep(&["coordinator", "--listen", "127.0.0.1:0", "--exit-when-done", "--otlp-endpoint", &endpoint])
+        .args(["--submit", spec.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(coordinator.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let address = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}")).to_string();
+    let mut worker = codesweep(&["worker", "--coordinator", &address, "--name", "w1", "--otlp-endpoint", &endpoint]).spawn().unwrap();
+    assert!(wait_child(&mut worker, 120).success());
+    assert!(wait_child(&mut coordinator, 60).success());
+
+    let spans = collector.spans();
+    let runs: Vec<_> = spans.iter().filter(|(_, s)| s.name == "run").collect();
+    assert_eq!(runs.len(), 1);
+    let (coordinator_resource, run) = runs[0];
+    assert_eq!(text(coordinator_resource, "codesweep.role"), "coordinator");
+    assert_eq!(text(&run.attributes, "run.state"), "succeeded");
+    let shards: Vec<_> = spans.iter().filter(|(_, s)| s.name == "shard").collect();
+    assert_eq!(shards.len(), EXAMPLES.div_ceil(SHARD_SIZE));
+    for (resource, shard) in shards {
+        assert_eq!(text(resource, "codesweep.role"), "worker");
+        assert_eq!(text(&shard.attributes, "worker"), "w1");
+        assert_eq!((&shard.trace_id, &shard.parent_span_id), (&run.trace_id, &run.span_id), "the lease's traceparent");
+    }
+    assert_eq!(collector.counter_total("codesweep.examples.completed"), EXAMPLES as i64);
 }
