@@ -79,7 +79,7 @@ specs = {
     "k8s/configmap.yaml": configmap["data"]["sweep.toml"],
     "helm/codesweep/values.yaml (spec)": yaml.safe_load(open("helm/codesweep/values.yaml"))["spec"],
 }
-sections = {"run", "models", "generation", "cceval", "repoqa", "workers"}
+sections = {"run", "models", "generation", "cceval", "repoqa", "workers", "telemetry"}
 for (where, text), name in zip(specs.items(), ["k8s", "helm"]):
     try:
         spec = tomllib.loads(text)

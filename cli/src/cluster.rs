@@ -1,4 +1,4 @@
-//! The distributed commands' shared pieces: runtime, logging, signals, coordinator clients,
+//! The distributed commands' shared pieces: runtime, signals, coordinator clients,
 //! run URIs and the progress display.
 
 use std::path::PathBuf;
@@ -78,21 +78,20 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")
 }
 
-/// Structured logs on stderr; `RUST_LOG` picks the level (default `warn` for `run`, `info` for
-/// services).
-pub fn init_logging(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
-}
-
 /// A stop channel driven by SIGTERM / Ctrl-C: the first signal drains (finish the shard in
-/// hand), the second stops at once (release it).
+/// hand), the second stops at once (release it). SIGTERM is caught from the moment this returns
+/// (not from whenever the task first runs), so a signal right after start still shuts down
+/// cleanly and flushes telemetry.
 pub fn stop_on_signals() -> watch::Receiver<StopMode> {
     let (sender, receiver) = watch::channel(StopMode::Run);
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::spawn(async move {
         let mut mode = StopMode::Run;
         loop {
+            #[cfg(unix)]
+            wait_for_signal(term.as_mut()).await;
+            #[cfg(not(unix))]
             wait_for_signal().await;
             mode = if mode == StopMode::Run { StopMode::Drain } else { StopMode::Now };
             eprintln!(
@@ -111,26 +110,24 @@ pub fn stop_on_signals() -> watch::Receiver<StopMode> {
     receiver
 }
 
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+#[cfg(unix)]
+async fn wait_for_signal(term: Option<&mut tokio::signal::unix::Signal>) {
+    match term {
+        Some(term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
             }
         }
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Splits a run URI (`runs/demo`, `file:///data/runs/demo`, `s3://bucket/runs/demo`) into the
@@ -163,7 +160,7 @@ pub async fn follow(client: &mut Client, run_id: &str, show_bar: bool) -> Result
         bar.set_message(format!("shards {}/{}", status.shards_done, status.shards_total));
         let eta = if status.eta_seconds >= 0.0 { format!("eta {:.0}s", status.eta_seconds) } else { "eta –".into() };
         let failed = if status.shards_failed > 0 { format!(", {} failed", status.shards_failed) } else { String::new() };
-        bar.set_prefix(format!("{:.1} ex/s, {eta}{failed}", status.examples_per_second));
+        bar.set_prefix(format!("{:.1} ex/s, {:.0} tok/s, {eta}{failed}", status.examples_per_second, status.tokens_per_second));
         last = Some(status);
     }
     bar.finish_and_clear();
@@ -174,7 +171,7 @@ pub async fn follow(client: &mut Client, run_id: &str, show_bar: bool) -> Result
 pub fn describe(status: &RunStatus) -> String {
     let state = RunState::try_from(status.state).map(|s| s.as_str_name()).unwrap_or("UNKNOWN");
     format!(
-        "run {}: {} — shards {}/{} done, {} running, {} failed; examples {}/{}; {:.1} ex/s; retries {}, lease expirations {}",
+        "run {}: {} — shards {}/{} done, {} running, {} failed; examples {}/{}; generated tokens {}; {:.1} ex/s, {:.1} tok/s; retries {}, lease expirations {}",
         status.run_id,
         state.trim_start_matches("RUN_STATE_").to_lowercase(),
         status.shards_done,
@@ -183,7 +180,9 @@ pub fn describe(status: &RunStatus) -> String {
         status.shards_failed,
         status.examples_done,
         status.examples_total,
+        status.generated_tokens,
         status.examples_per_second,
+        status.tokens_per_second,
         status.retries,
         status.lease_expirations
     )

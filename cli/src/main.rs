@@ -14,6 +14,7 @@ mod score_cceval;
 mod score_repoqa;
 mod serve;
 mod services;
+mod telemetry;
 
 use std::process::ExitCode;
 

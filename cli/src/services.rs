@@ -10,7 +10,8 @@ use codesweep_coordinator::spec::expand_home;
 use codesweep_proto::tls::ServerTls;
 use codesweep_worker::{run_worker, StopMode, WorkerConfig};
 
-use crate::cluster::{init_logging, read_token, runtime, stop_on_signals, CoordinatorFlags};
+use crate::cluster::{read_token, runtime, stop_on_signals, CoordinatorFlags};
+use crate::telemetry::{start_telemetry, telemetry_config, TelemetryFlags};
 
 /// Arguments of `codesweep coordinator`.
 #[derive(clap::Args)]
@@ -30,7 +31,8 @@ pub struct CoordinatorArgs {
     /// Exit once every run has ended and tell idle workers to exit too (batch jobs).
     #[arg(long)]
     exit_when_done: bool,
-    /// With --exit-when-done: a spec file (TOML/YAML/JSON) to submit at start.
+    /// With --exit-when-done: a spec file (TOML/YAML/JSON) to submit at start; its
+    /// `[telemetry]` section applies to this coordinator.
     #[arg(long)]
     submit: Option<PathBuf>,
     /// Serve TLS only, with this PEM certificate chain (leaf first); needs --tls-key.
@@ -39,36 +41,42 @@ pub struct CoordinatorArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    telemetry: TelemetryFlags,
 }
 
 /// Runs the coordinator until SIGTERM / Ctrl-C (or, with --exit-when-done, until its runs end).
 pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
-    init_logging("info");
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(ServerTls::from_files(cert, key)?),
         _ => None,
     };
-    runtime()?.block_on(async move {
-        let options = CoordinatorOptions {
-            heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
-            exit_when_done: args.exit_when_done,
-        };
-        let service = CoordinatorService::new(options);
+    let submitted = args.submit.as_deref().map(codesweep_coordinator::spec::SweepSpec::load).transpose()?;
+    let runtime = runtime()?;
+    let section = submitted.as_ref().and_then(|s| s.telemetry.as_ref());
+    let mut telemetry = start_telemetry(&runtime, &telemetry_config("coordinator", &args.telemetry, section), "info")?;
+    let options = CoordinatorOptions {
+        heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
+        exit_when_done: args.exit_when_done,
+    };
+    let service = CoordinatorService::new(options);
+    let spans = service.clone();
+    let result = runtime.block_on(async move {
         for store in &args.store {
             let runs = service.recover(store).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
             tracing::info!(store = %store, runs = ?runs, "recovered runs from the store");
         }
-        if let Some(path) = &args.submit {
-            let spec = codesweep_coordinator::spec::SweepSpec::load(path)?;
-            let answer = service.submit(&spec, false).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+        if let Some(spec) = &submitted {
+            let answer = service.submit(spec, false).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
             eprintln!("submitted run {} ({} shards, {} already done)", answer.run_id, answer.shards, answer.already_done);
         }
         let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
         let address = listener.local_addr().context("no local address")?;
+        // Signals are caught before anyone learns our address.
+        let mut stop = stop_on_signals();
         // The first line of stdout, for scripts and tests that start us on port 0.
         println!("listening on {}://{address}", if tls.is_some() { "https" } else { "http" });
         let token = read_token(&args.token_env);
-        let mut stop = stop_on_signals();
         let signalled = stop.clone();
         let watcher = service.clone();
         let final_check = service.clone();
@@ -95,7 +103,11 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
             anyhow::bail!("stopped by signal before every run ended; start the coordinator again with --store to resume");
         }
         Ok(())
-    })
+    });
+    // Also after a signal: end the open run spans and export what is left.
+    spans.close_run_spans();
+    telemetry.shutdown();
+    result
 }
 
 /// Arguments of `codesweep worker`.
@@ -119,6 +131,8 @@ pub struct WorkerArgs {
     /// rebuilds its state from the store; the shard in hand keeps running and is re-adopted).
     #[arg(long, default_value_t = 300.0)]
     reconnect_seconds: f64,
+    #[command(flatten)]
+    telemetry: TelemetryFlags,
 }
 
 /// The default worker name: `$HOSTNAME` (the pod name on Kubernetes) or "worker".
@@ -129,8 +143,9 @@ pub fn default_worker_name() -> String {
 
 /// Runs a worker until the coordinator says to stop or a signal arrives.
 pub fn worker(args: WorkerArgs) -> Result<()> {
-    init_logging("info");
-    runtime()?.block_on(async move {
+    let runtime = runtime()?;
+    let mut telemetry = start_telemetry(&runtime, &telemetry_config("worker", &args.telemetry, None), "info")?;
+    let result = runtime.block_on(async move {
         let config = WorkerConfig {
             coordinator: args.coordinator.coordinator.clone(),
             token: args.coordinator.token(),
@@ -154,5 +169,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
             anyhow::bail!("stopped by signal before the coordinator reported the work done");
         }
         Ok(())
-    })
+    });
+    telemetry.shutdown();
+    result
 }

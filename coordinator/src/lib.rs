@@ -5,6 +5,7 @@
 //! - [`plan`]: expands a spec into self-contained shard inputs written once to the store.
 //! - [`schedule`]: leases with TTLs, retries with backoff, model affinity — pure state, no I/O.
 //! - [`service`]: the gRPC `Coordinator` service over the schedule and the store.
+//! - `run_span`: the `run` telemetry span of each run, handed to workers as a traceparent.
 //! - [`report`]: merges shard results into the papers' tables and official-format exports.
 //!
 //! The store is the source of truth: a restarted coordinator reloads every unfinished run's
@@ -12,6 +13,7 @@
 
 pub mod plan;
 pub mod report;
+mod run_span;
 pub mod schedule;
 pub mod service;
 pub mod spec;

@@ -178,7 +178,9 @@ fn records_error(errors: &[RecordError]) -> PlanError {
 /// plan. If the run already exists with the same spec, its stored plan is returned as is.
 pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanError> {
     let layout = RunLayout::new(&spec.run.name);
-    let spec_json = serde_json::to_string_pretty(spec).map_err(|e| data_error(Path::new("spec"), e.to_string()))?;
+    // Where telemetry goes is no part of what the run computes: a run resumes with it changed.
+    let identity = SweepSpec { telemetry: None, ..spec.clone() };
+    let spec_json = serde_json::to_string_pretty(&identity).map_err(|e| data_error(Path::new("spec"), e.to_string()))?;
     if let Some(stored) = store.get_text(&layout.spec()).await? {
         if stored != spec_json {
             return Err(PlanError::SpecChanged { run_id: spec.run.name.clone(), store: store.url().to_string() });

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use codesweep_proto::RunState;
 use codesweep_store::RunLayout;
+use codesweep_telemetry::{instruments, KeyValue};
 
 use crate::plan::{Plan, PlannedShard};
 
@@ -49,6 +50,8 @@ struct ShardEntry {
     attempts: u32,
     last_error: Option<String>,
     progress: u64,
+    /// Tokens generated: the running attempt's last heartbeat, or the finished shard's total.
+    tokens: u64,
 }
 
 #[derive(Debug)]
@@ -199,7 +202,7 @@ impl Schedule {
                 } else {
                     (ShardState::Pending { not_before: now }, None)
                 };
-                ShardEntry { planned: planned.clone(), state, attempts: 0, last_error, progress: 0 }
+                ShardEntry { planned: planned.clone(), state, attempts: 0, last_error, progress: 0, tokens: 0 }
             })
             .collect();
         let done_when_added =
@@ -301,6 +304,7 @@ impl Schedule {
         for (lease_id, (run, shard)) in expired {
             self.leases.remove(&lease_id);
             self.lease_expirations += 1;
+            instruments().lease_expirations.add(1, &[KeyValue::new("run", self.runs[run].layout.run_id().to_string())]);
             self.retry_or_fail(run, shard, "lease expired: the worker stopped sending heartbeats".into(), true, now);
         }
     }
@@ -312,10 +316,12 @@ impl Schedule {
         let s = &mut entry.shards[shard];
         s.last_error = Some(error.clone());
         s.progress = 0;
+        s.tokens = 0;
         if retryable && s.attempts < timings.max_attempts && !cancelled {
             let not_before = now + backoff(&timings, s.attempts);
             s.state = ShardState::Pending { not_before };
             self.retries += 1;
+            instruments().retries.add(1, &[KeyValue::new("run", entry.layout.run_id().to_string())]);
             self.enqueue((run, shard), not_before, now);
             true
         } else if cancelled {
@@ -323,6 +329,7 @@ impl Schedule {
             false
         } else {
             s.state = ShardState::Failed;
+            instruments().shard_failures.add(1, &[KeyValue::new("run", entry.layout.run_id().to_string())]);
             self.final_failures.push(FinalFailure {
                 run_id: entry.layout.run_id().to_string(),
                 shard_id: s.planned.shard_id.clone(),
@@ -383,6 +390,7 @@ impl Schedule {
         shard.attempts += 1;
         shard.state = ShardState::Leased { lease_id: lease_id.clone(), worker_id: worker_id.to_string(), expires: now + ttl };
         shard.progress = 0;
+        shard.tokens = 0;
         self.leases.insert(lease_id.clone(), (r, i));
         Some(Grant {
             lease_id,
@@ -417,15 +425,17 @@ impl Schedule {
         }
     }
 
-    /// Renews a lease and records progress. `shard` (run id, shard id) lets a restarted
-    /// coordinator adopt a lease its predecessor granted: when `lease_id` is not one of ours and
-    /// the shard is waiting in the queue, the worker keeps it instead of starting over elsewhere.
+    /// Renews a lease and records progress (examples done, tokens generated so far). `shard`
+    /// (run id, shard id) lets a restarted coordinator adopt a lease its predecessor granted:
+    /// when `lease_id` is not one of ours and the shard is waiting in the queue, the worker keeps
+    /// it instead of starting over elsewhere.
     pub fn heartbeat(
         &mut self,
         worker_id: &str,
         lease_id: &str,
         shard: Option<(&str, &str)>,
         examples_done: u64,
+        generated_tokens: u64,
         now: Instant,
     ) -> HeartbeatAnswer {
         self.expire(now);
@@ -443,6 +453,7 @@ impl Schedule {
         let cancel = run.cancelled;
         let shard = &mut run.shards[i];
         shard.progress = examples_done.min(shard.planned.examples as u64);
+        shard.tokens = generated_tokens;
         if let ShardState::Leased { expires, .. } = &mut shard.state {
             *expires = now + ttl;
         }
@@ -480,8 +491,9 @@ impl Schedule {
         Some((self.runs[r].layout.run_id().to_string(), self.runs[r].shards[i].planned.shard_id.clone()))
     }
 
-    /// Marks a shard done because its result object exists (whoever wrote it).
-    pub fn mark_done(&mut self, run_id: &str, shard_id: &str) -> bool {
+    /// Marks a shard done because its result object exists (whoever wrote it), with the tokens
+    /// its worker reports it generated.
+    pub fn mark_done(&mut self, run_id: &str, shard_id: &str, generated_tokens: u64) -> bool {
         let Some((r, i)) = self.find(run_id, shard_id) else { return false };
         match &self.runs[r].shards[i].state {
             ShardState::Leased { lease_id, .. } => {
@@ -493,6 +505,7 @@ impl Schedule {
         let shard = &mut self.runs[r].shards[i];
         shard.state = ShardState::Done;
         shard.progress = 0;
+        shard.tokens = generated_tokens;
         true
     }
 
@@ -511,6 +524,7 @@ impl Schedule {
         let shard = &mut self.runs[r].shards[i];
         shard.attempts = shard.attempts.saturating_sub(1);
         shard.progress = 0;
+        shard.tokens = 0;
         shard.state = ShardState::Pending { not_before: now };
         self.enqueue((r, i), now, now);
         true

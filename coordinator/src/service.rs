@@ -19,8 +19,9 @@ use tonic::{Request, Response, Status};
 
 use codesweep_proto::auth::RequireToken;
 use codesweep_proto::tls::ServerTls;
-use crate::plan::{load_plan, load_spec, plan_run, PlanError};
+use crate::plan::{load_plan, load_spec, plan_run, Plan, PlanError};
 use crate::report::{done_shards, failed_shards};
+use crate::run_span::RunSpans;
 use crate::schedule::{Schedule, Timings};
 use crate::spec::{SpecFormat, SweepSpec};
 
@@ -46,6 +47,7 @@ pub struct CoordinatorService {
     stores: Arc<Mutex<HashMap<String, RunStore>>>,
     options: CoordinatorOptions,
     default_ttl: Duration,
+    run_spans: RunSpans,
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
@@ -68,6 +70,7 @@ impl CoordinatorService {
             stores: Arc::default(),
             options,
             default_ttl: Duration::from_secs(60),
+            run_spans: RunSpans::default(),
         }
     }
 
@@ -98,6 +101,7 @@ impl CoordinatorService {
         let failed = if retry_failed { HashMap::new() } else { failed };
         let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
         self.schedule()?.add_run(&plan, store.url(), timings(spec), &done, &failed, Instant::now());
+        self.open_run_span(&plan, already_done);
         tracing::info!(run = %plan.run_id, shards = plan.shards.len(), already_done, "run submitted");
         Ok(SubmitRunResponse { run_id: plan.run_id, shards: plan.shards.len() as u32, already_done })
     }
@@ -118,6 +122,8 @@ impl CoordinatorService {
             };
             let (done, failed) = stored_outcomes(&store, &layout).await.map_err(internal)?;
             self.schedule()?.add_run(&plan, store.url(), timings(&spec), &done, &failed, Instant::now());
+            let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
+            self.open_run_span(&plan, already_done);
             recovered.push(run_id.to_string());
         }
         if !recovered.is_empty() {
@@ -127,6 +133,27 @@ impl CoordinatorService {
             self.schedule()?.hold_leases_until(Instant::now() + grace);
         }
         Ok(recovered)
+    }
+
+    /// Starts the `run` span of a (re)submitted run, and ends it at once if nothing is left to do.
+    fn open_run_span(&self, plan: &Plan, already_done: u32) {
+        self.run_spans.open(plan, already_done);
+        self.close_ended_run_spans();
+    }
+
+    /// Ends the `run` spans of runs that have ended, recording how they ended.
+    fn close_ended_run_spans(&self) {
+        if let Ok(schedule) = self.schedule.lock() {
+            self.run_spans.close_ended(&schedule, Instant::now());
+        }
+    }
+
+    /// Ends every open `run` span (the coordinator is stopping): a span that is never ended is
+    /// never exported. Unfinished runs end with `run.state = "running"`.
+    pub fn close_run_spans(&self) {
+        if let Ok(schedule) = self.schedule.lock() {
+            self.run_spans.close_all(&schedule, Instant::now());
+        }
     }
 
     /// Whether this coordinator has runs and every one has ended.
@@ -208,9 +235,11 @@ impl Coordinator for CoordinatorService {
             (grant, schedule.retry_after(now), schedule.all_finished())
         };
         self.record_failures().await?;
+        self.close_ended_run_spans();
         let lease = grant.map(|g| {
             tracing::info!(shard = %g.shard_id, worker = %request.worker_id, attempt = g.attempt, "shard leased");
             Lease {
+                trace_parent: self.run_spans.trace_parent(&g.run_id),
                 lease_id: g.lease_id,
                 run_id: g.run_id,
                 shard_id: g.shard_id,
@@ -233,9 +262,11 @@ impl Coordinator for CoordinatorService {
             &request.lease_id,
             shard,
             request.examples_done,
+            request.generated_tokens,
             Instant::now(),
         );
         self.record_failures().await?;
+        self.close_ended_run_spans();
         Ok(Response::new(HeartbeatResponse { lease_valid: answer.valid, cancel: answer.cancel }))
     }
 
@@ -244,12 +275,14 @@ impl Coordinator for CoordinatorService {
         request: Request<CompleteShardRequest>,
     ) -> Result<Response<CompleteShardResponse>, Status> {
         let request = request.into_inner();
+        let tokens = request.stats.map_or(0, |s| s.generated_tokens);
         let target = self.schedule()?.lease_target(&request.worker_id, &request.lease_id);
         let (run_id, shard_id) = target.unwrap_or((request.run_id, request.shard_id));
         let exists = self.run_store(&run_id)?.exists(&RunLayout::new(&run_id).result(&shard_id)).await.map_err(internal)?;
         if exists {
-            self.schedule()?.mark_done(&run_id, &shard_id);
+            self.schedule()?.mark_done(&run_id, &shard_id, tokens);
             tracing::info!(shard = %shard_id, worker = %request.worker_id, "shard done");
+            self.close_ended_run_spans();
         }
         Ok(Response::new(CompleteShardResponse { accepted: exists }))
     }
@@ -270,6 +303,7 @@ impl Coordinator for CoordinatorService {
             Instant::now(),
         );
         self.record_failures().await?;
+        self.close_ended_run_spans();
         Ok(Response::new(FailShardResponse { will_retry }))
     }
 
@@ -315,6 +349,7 @@ impl Coordinator for CoordinatorService {
     async fn cancel_run(&self, request: Request<CancelRunRequest>) -> Result<Response<CancelRunResponse>, Status> {
         let run_id = request.into_inner().run_id;
         let cancelled = self.schedule()?.cancel(&run_id);
+        self.close_ended_run_spans();
         Ok(Response::new(CancelRunResponse { cancelled }))
     }
 }

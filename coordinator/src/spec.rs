@@ -82,6 +82,10 @@ pub struct SweepSpec {
     /// Settings of the workers `codesweep run` starts.
     #[serde(default)]
     pub workers: WorkersSection,
+    /// OpenTelemetry export of the process that reads this file (`codesweep run`,
+    /// `codesweep coordinator --submit`); absent: off. Not part of the run's identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetrySection>,
 }
 
 /// `[run]`.
@@ -176,6 +180,19 @@ impl Default for WorkersSection {
     fn default() -> Self {
         Self { count: 1, device: "cpu".into() }
     }
+}
+
+/// `[telemetry]`: spans and metrics over OTLP/gRPC.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySection {
+    /// The OTLP/gRPC collector, e.g. `http://127.0.0.1:4317`; unset: `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// if that is set, else telemetry stays off.
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` resource attribute (default: `OTEL_SERVICE_NAME`, else `codesweep`).
+    pub service_name: Option<String>,
+    /// Seconds between metric exports (default: `OTEL_METRIC_EXPORT_INTERVAL`, else 10).
+    pub export_interval_seconds: Option<f64>,
 }
 
 impl SweepSpec {
@@ -347,6 +364,26 @@ impl SweepSpec {
                 return invalid("repoqa.dataset".into(), format!("{} is not a file; point it at a RepoQA dataset JSON", repoqa.dataset.display()));
             }
         }
+        if let Some(telemetry) = &self.telemetry {
+            if let Some(endpoint) = &telemetry.otlp_endpoint {
+                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    return invalid(
+                        "telemetry.otlp_endpoint".into(),
+                        format!("{endpoint:?} must be an http:// or https:// URL of an OTLP/gRPC collector"),
+                    );
+                }
+            }
+            if let Some(name) = &telemetry.service_name {
+                if name.trim().is_empty() {
+                    return invalid("telemetry.service_name".into(), "must not be empty".into());
+                }
+            }
+            if let Some(seconds) = telemetry.export_interval_seconds {
+                if !(seconds.is_finite() && seconds > 0.0) {
+                    return invalid("telemetry.export_interval_seconds".into(), "must be > 0".into());
+                }
+            }
+        }
         let Some(cceval) = &self.cceval else { return Ok(()) };
         for (i, language) in cceval.languages.iter().enumerate() {
             if let Err(e) = language.parse::<Language>() {
@@ -436,6 +473,27 @@ mod tests {
         let text = text.replace("store = \"out\"", "store = \"s3://bucket/runs\"");
         std::fs::write(dir.path().join("s.toml"), text).unwrap();
         assert_eq!(SweepSpec::load(&dir.path().join("s.toml")).unwrap().run.store, "s3://bucket/runs");
+    }
+
+    #[test]
+    fn telemetry_is_off_unless_configured_and_checked() {
+        let spec = SweepSpec::parse_with_env("s.toml", &spec_text(""), SpecFormat::Toml, false).unwrap();
+        assert_eq!(spec.telemetry, None);
+        assert!(!serde_json::to_string(&spec).unwrap().contains("telemetry"), "an absent section stays absent");
+        let text = format!("{}[telemetry]\notlp_endpoint = \"http://127.0.0.1:4317\"\nexport_interval_seconds = 2\n", spec_text(""));
+        let spec = SweepSpec::parse_with_env("s.toml", &text, SpecFormat::Toml, false).unwrap();
+        let telemetry = spec.telemetry.unwrap();
+        assert_eq!(telemetry.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4317"));
+        assert_eq!(telemetry.export_interval_seconds, Some(2.0));
+        let bad = text.replace("http://127.0.0.1:4317", "127.0.0.1:4317");
+        let err = SweepSpec::parse_with_env("s.toml", &bad, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`telemetry.otlp_endpoint`"), "{err}");
+        let bad = text.replace("export_interval_seconds = 2", "export_interval_seconds = 0");
+        let err = SweepSpec::parse_with_env("s.toml", &bad, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`telemetry.export_interval_seconds`"), "{err}");
+        let bad = text.replace("export_interval_seconds", "interval");
+        let err = SweepSpec::parse_with_env("s.toml", &bad, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("interval"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,8 @@ use std::sync::atomic::Ordering;
 
 use codesweep_engine::{Completion, GenerateOptions, Generation, Generator, Model, Request, Sampling, TextTokenizer};
 use codesweep_store::records::{GenerationSpec, ModelSpec};
+use codesweep_telemetry::{instruments, KeyValue};
+use tracing::field::Empty;
 
 use crate::lease_loop::ShardControl;
 
@@ -129,14 +131,37 @@ pub fn generate_shard(
         ..GenerateOptions::default()
     };
     let mut completions = Vec::with_capacity(requests.len());
-    for chunk in requests.chunks(options.batch_size * 4) {
+    let attributes = [KeyValue::new("model", model_name.to_string())];
+    for (index, chunk) in requests.chunks(options.batch_size * 4).enumerate() {
         if let Some(reason) = control.stop_reason() {
             return Err(WorkerError::Stopped(reason));
         }
+        // One engine call: it runs the chunk in batches of up to `batch_size` sequences. Integers
+        // as i64: the OpenTelemetry bridge exports other integer types as strings.
+        let span = tracing::info_span!(
+            "batch",
+            batch.index = index as i64,
+            batch.requests = chunk.len() as i64,
+            batch.engine_batches = Empty,
+            batch.prompt_tokens = Empty,
+            batch.generated_tokens = Empty,
+        );
+        let _in_batch = span.enter();
+        let started = std::time::Instant::now();
         let generation = backend.generate(model_name, chunk, options, |c| {
             control.examples_done.fetch_add(1, Ordering::Relaxed);
             control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
         })?;
+        let prompt_tokens: u64 = generation.completions.iter().map(|c| c.prompt_tokens as u64).sum();
+        let generated_tokens: u64 = generation.completions.iter().map(|c| c.generated_tokens as u64).sum();
+        span.record("batch.engine_batches", generation.stats.batches as i64);
+        span.record("batch.prompt_tokens", prompt_tokens as i64);
+        span.record("batch.generated_tokens", generated_tokens as i64);
+        let metrics = instruments();
+        metrics.examples_generated.add(chunk.len() as u64, &attributes);
+        metrics.tokens_prompt.add(prompt_tokens, &attributes);
+        metrics.tokens_generated.add(generated_tokens, &attributes);
+        metrics.batch_duration.record(started.elapsed().as_secs_f64(), &attributes);
         completions.extend(generation.completions);
     }
     Ok(completions)

@@ -16,11 +16,13 @@ use codesweep_store::records::{self, Benchmark, ExampleResult, ModelSpec, Result
 use codesweep_store::{RunStore, WriteOutcome};
 use serde_json::Value;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::backend::Backend;
 use crate::cceval::run_cceval_shard;
 use crate::repoqa::run_repoqa_shard;
 use crate::error::WorkerError;
+use crate::shard_trace::ShardTrace;
 
 /// How a worker is set up.
 #[derive(Debug, Clone)]
@@ -289,6 +291,7 @@ async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: 
     Ok(backend)
 }
 
+/// Runs a leased shard inside its `shard` span.
 async fn run_lease(
     config: &WorkerConfig,
     store: &RunStore,
@@ -297,17 +300,38 @@ async fn run_lease(
     worker_id: &str,
     control: &Arc<ShardControl>,
 ) -> Result<ShardStats, WorkerError> {
+    let mut trace = ShardTrace::start(lease, &config.name);
+    let span = trace.span().clone();
+    let outcome = run_traced_lease(config, store, lease, loaded, worker_id, control, &mut trace).instrument(span).await;
+    trace.finish(&outcome);
+    outcome
+}
+
+async fn run_traced_lease(
+    config: &WorkerConfig,
+    store: &RunStore,
+    lease: &Lease,
+    loaded: &mut Option<Loaded>,
+    worker_id: &str,
+    control: &Arc<ShardControl>,
+    trace: &mut ShardTrace,
+) -> Result<ShardStats, WorkerError> {
     let key = lease.input_key.clone();
     let text = store
         .get_text(&key)
         .await?
         .ok_or_else(|| WorkerError::Input { key: key.clone(), message: "the shard input object does not exist".into() })?;
     let (header, examples): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
+    trace.describe(&header);
     let backend = ensure_model(config, loaded, &header.model).await?;
     let (job_header, job_control, job_key) = (header.clone(), control.clone(), key.clone());
-    let (results, totals) = tokio::task::spawn_blocking(move || match job_header.benchmark {
-        Benchmark::Cceval => run_cceval_shard(&backend, &job_key, &job_header, &examples, &job_control),
-        Benchmark::Repoqa => run_repoqa_shard(&backend, &job_key, &job_header, &examples, &job_control),
+    let span = trace.span().clone();
+    let (results, totals) = tokio::task::spawn_blocking(move || {
+        let _in_shard = span.enter();
+        match job_header.benchmark {
+            Benchmark::Cceval => run_cceval_shard(&backend, &job_key, &job_header, &examples, &job_control),
+            Benchmark::Repoqa => run_repoqa_shard(&backend, &job_key, &job_header, &examples, &job_control),
+        }
     })
     .await
     .map_err(|e| WorkerError::Stopped(format!("shard execution panicked: {e}")))??;

@@ -11,6 +11,7 @@ mod cceval;
 mod error;
 mod lease_loop;
 mod repoqa;
+mod shard_trace;
 
 pub use backend::Backend;
 pub use cceval::run_cceval_shard;

@@ -23,6 +23,13 @@ impl Schedule {
             .sum();
         let elapsed = now.saturating_duration_since(run.added).as_secs_f64();
         let rate = if elapsed > 0.0 { examples_done.saturating_sub(run.done_when_added) as f64 / elapsed } else { 0.0 };
+        let generated_tokens: u64 = run
+            .shards
+            .iter()
+            .filter(|s| matches!(s.state, ShardState::Done | ShardState::Leased { .. }))
+            .map(|s| s.tokens)
+            .sum();
+        let tokens_per_second = if elapsed > 0.0 { generated_tokens as f64 / elapsed } else { 0.0 };
         let failed_examples: u64 =
             run.shards.iter().filter(|s| s.state == ShardState::Failed).map(|s| s.planned.examples as u64).sum();
         let left = examples_total.saturating_sub(examples_done + failed_examples);
@@ -66,6 +73,8 @@ impl Schedule {
             store_url: run.store_url.clone(),
             retries: self.retries,
             lease_expirations: self.lease_expirations,
+            generated_tokens,
+            tokens_per_second,
         })
     }
 }

@@ -41,7 +41,7 @@ fn shards_already_in_the_store_are_not_leased_again() {
     assert_eq!(grant.shard_id, plan.shards[1].shard_id);
     assert_eq!(grant.result_key, format!("r/shards/{}.jsonl", plan.shards[1].shard_id));
     assert!(schedule.lease(&w, "", now).is_none());
-    assert!(schedule.mark_done("r", &grant.shard_id));
+    assert!(schedule.mark_done("r", &grant.shard_id, 0));
     let status = schedule.status("r", now).unwrap();
     assert_eq!((status.shards_done, status.state), (3, RunState::Succeeded as i32));
 }
@@ -54,7 +54,7 @@ fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
     let (w1, w2) = (schedule.register_worker(t0), schedule.register_worker(t0));
     let first = schedule.lease(&w1, "a", t0).unwrap();
     // Heartbeats keep it alive past the original TTL.
-    assert!(schedule.heartbeat(&w1, &first.lease_id, None, 4, t0 + Duration::from_secs(8)).valid);
+    assert!(schedule.heartbeat(&w1, &first.lease_id, None, 4, 30, t0 + Duration::from_secs(8)).valid);
     assert!(schedule.lease(&w2, "a", t0 + Duration::from_secs(15)).is_none());
     assert_eq!(schedule.status("r", t0 + Duration::from_secs(15)).unwrap().examples_done, 4);
     // Silence: expired at 18 s, retried after the 1 s backoff.
@@ -62,7 +62,7 @@ fn an_expired_lease_returns_to_the_queue_then_fails_for_good() {
     assert!(schedule.lease(&w2, "a", t1).is_none(), "backoff not honoured");
     let second = schedule.lease(&w2, "a", t1 + Duration::from_secs(1)).unwrap();
     assert_eq!(second.attempt, 2);
-    assert!(!schedule.heartbeat(&w1, &first.lease_id, Some(("r", &first.shard_id)), 5, t1).valid, "stale lease accepted");
+    assert!(!schedule.heartbeat(&w1, &first.lease_id, Some(("r", &first.shard_id)), 5, 40, t1).valid, "stale lease accepted");
     assert_eq!(schedule.lease_expirations, 1);
     // Second expiry exhausts max_attempts = 2.
     let t2 = t1 + Duration::from_secs(30);
@@ -125,7 +125,7 @@ fn cancelled_runs_stop_leasing_and_tell_heartbeats() {
     let g = schedule.lease(&w, "a", now).unwrap();
     assert!(schedule.cancel("r"));
     assert!(schedule.lease(&w, "a", now).is_none());
-    assert_eq!(schedule.heartbeat(&w, &g.lease_id, None, 1, now), HeartbeatAnswer { valid: true, cancel: true });
+    assert_eq!(schedule.heartbeat(&w, &g.lease_id, None, 1, 8, now), HeartbeatAnswer { valid: true, cancel: true });
     assert_eq!(schedule.status("r", now).unwrap().state, RunState::Cancelled as i32);
     assert!(schedule.all_finished());
     assert!(!schedule.cancel("nope"));
@@ -155,7 +155,7 @@ fn a_restarted_coordinator_adopts_leases_granted_before_the_restart() {
     // The coordinator restarts: a new schedule rebuilt from the store, the shard queued again.
     let mut after = schedule_with(&plan, now);
     let target = Some(("r", old.shard_id.as_str()));
-    assert!(after.heartbeat(&w, &old.lease_id, target, 3, now).valid, "the running shard was not adopted");
+    assert!(after.heartbeat(&w, &old.lease_id, target, 3, 0, now).valid, "the running shard was not adopted");
     assert_eq!(after.status("r", now).unwrap().shards_running, 1);
     // Nobody else gets it, and the adopted lease completes like any other.
     let other = after.register_worker(now);
@@ -163,13 +163,13 @@ fn a_restarted_coordinator_adopts_leases_granted_before_the_restart() {
     assert_ne!(next.shard_id, old.shard_id);
     assert_eq!(after.lease_target(&w, &old.lease_id), Some(("r".to_string(), old.shard_id.clone())));
     // A second worker claiming the same foreign lease, or a shard that is leased already, is refused.
-    assert!(!after.heartbeat(&other, &old.lease_id, target, 1, now).valid);
-    assert!(!after.heartbeat(&w, "lease-feedbeef-9", Some(("r", next.shard_id.as_str())), 1, now).valid);
+    assert!(!after.heartbeat(&other, &old.lease_id, target, 1, 0, now).valid);
+    assert!(!after.heartbeat(&w, "lease-feedbeef-9", Some(("r", next.shard_id.as_str())), 1, 0, now).valid);
     // Our own expired lease is never adopted back (the stale-lease rule above).
     let own = after.lease(&w, "b", now).unwrap();
     let later = now + Duration::from_secs(60);
     after.expire(later);
-    assert!(!after.heartbeat(&w, &own.lease_id, Some(("r", own.shard_id.as_str())), 1, later).valid);
+    assert!(!after.heartbeat(&w, &own.lease_id, Some(("r", own.shard_id.as_str())), 1, 0, later).valid);
 }
 
 #[test]
@@ -180,7 +180,7 @@ fn queued_shards_leave_the_queue_when_done_elsewhere_or_cancelled() {
     let w = schedule.register_worker(t0);
     // A result that appears for a queued shard (a worker of a previous coordinator) takes it
     // out of the queue.
-    assert!(schedule.mark_done("r", &plan.shards[0].shard_id));
+    assert!(schedule.mark_done("r", &plan.shards[0].shard_id, 0));
     let g = schedule.lease(&w, "a", t0).unwrap();
     assert_eq!(g.shard_id, plan.shards[1].shard_id);
     // A shard waiting out its backoff when the run is cancelled never comes back.
@@ -189,4 +189,24 @@ fn queued_shards_leave_the_queue_when_done_elsewhere_or_cancelled() {
     let later = t0 + Duration::from_secs(30);
     assert!(schedule.lease(&w, "a", later).is_none());
     assert_eq!(schedule.status("r", later).unwrap().state, RunState::Cancelled as i32);
+}
+
+#[test]
+fn tokens_per_second_count_running_heartbeats_and_finished_totals_only() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["a"], 2);
+    let mut schedule = schedule_with(&plan, t0);
+    let (w1, w2) = (schedule.register_worker(t0), schedule.register_worker(t0));
+    let (g1, g2) = (schedule.lease(&w1, "a", t0).unwrap(), schedule.lease(&w2, "a", t0).unwrap());
+    let t1 = t0 + Duration::from_secs(2);
+    assert!(schedule.heartbeat(&w1, &g1.lease_id, None, 3, 50, t1).valid);
+    assert!(schedule.heartbeat(&w2, &g2.lease_id, None, 1, 20, t1).valid);
+    let status = schedule.status("r", t1).unwrap();
+    assert_eq!((status.generated_tokens, status.tokens_per_second), (70, 35.0));
+    // The finished shard counts its reported total; the failed attempt counts nothing.
+    assert!(schedule.mark_done("r", &g1.shard_id, 90));
+    assert!(schedule.fail(&w2, &g2.lease_id, "boom".into(), true, t1));
+    let t2 = t0 + Duration::from_secs(4);
+    let status = schedule.status("r", t2).unwrap();
+    assert_eq!((status.generated_tokens, status.tokens_per_second), (90, 22.5));
 }

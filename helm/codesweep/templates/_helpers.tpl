@@ -114,6 +114,10 @@ token
 {{- end }}
 - name: RUST_LOG
   value: {{ .Values.logLevel | quote }}
+{{- with (.Values.telemetry | default dict).otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
 # The root filesystem is read-only; HOME (CUDA's kernel cache) lives in /tmp.
 - name: HOME
   value: /tmp
