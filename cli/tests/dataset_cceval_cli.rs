@@ -1,23 +1,12 @@
 //! `codesweep dataset cceval` as a user runs it: a repository written by the test becomes an
 //! example file that `codesweep score cceval` and `codesweep retrieve` read as it is.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn codesweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codesweep")).args(args).output().expect("codesweep runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, contents: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, contents).unwrap();
-}
+use support::{run_codesweep as codesweep, text, write};
 
 /// Repository `shop` under `dir/repos`: `shop/cart.py` uses `shop/money.py`.
 fn fixture(dir: &Path) -> std::path::PathBuf {

@@ -2,28 +2,17 @@
 //! in the official layout that `codesweep score repoqa` scores (answers reproducing the needles
 //! pass); descriptions from a tiny real chat model, locally and through `codesweep serve`.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+mod support;
+
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use candle_core::quantized::GgmlDType;
 use serde_json::{json, Value};
-
-fn codesweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codesweep")).args(args).output().expect("codesweep runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, contents: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, contents).unwrap();
-}
+use support::common;
+use support::{run_codesweep as codesweep, text, write};
 
 /// A Python package of three modules importing each other, `n` documented functions each.
 fn python_repo(root: &Path, n: usize) {

@@ -3,27 +3,16 @@
 //! golden Python RG-1 BM25 file; dense retrieval with a tiny real BERT the test writes, locally
 //! and through `codesweep serve`.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+mod support;
+
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
-
-fn codesweep(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_codesweep")).args(args).output().expect("codesweep runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, contents: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, contents).unwrap();
-}
+use support::common;
+use support::{run_codesweep as codesweep, text, write};
 
 /// A Punkt model with no learned parameters (enough for code without abbreviations).
 fn empty_punkt(dir: &Path) -> PathBuf {

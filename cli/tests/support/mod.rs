@@ -181,3 +181,19 @@ pub fn report_cells(store: &Path, run: &str) -> (Vec<Value>, Vec<Value>) {
     (json["cceval"].as_array().unwrap().clone(), json["repoqa"].as_array().unwrap().clone())
 }
 
+
+/// Runs `codesweep ARGS` to completion.
+pub fn run_codesweep(args: &[&str]) -> std::process::Output {
+    codesweep().args(args).output().expect("codesweep runs")
+}
+
+/// A process output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `contents` to `path`, creating its folders.
+pub fn write(path: &Path, contents: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, contents).unwrap();
+}
