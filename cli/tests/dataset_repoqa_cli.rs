@@ -4,7 +4,6 @@
 
 mod support;
 
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -5,7 +5,6 @@
 
 mod support;
 
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
