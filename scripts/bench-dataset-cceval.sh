@@ -50,6 +50,28 @@ print(f"| {s['language']} | {s['repositories']} | {s['files']} | {s['examples']}
       f"{s['examples'] / s['build_seconds']:.0f} | {r['em']} |")
 PY
 done
+printf '\nBM25 retrieval (RG-1: `retrieve --retriever bm25 --next-chunk`, official run.sh defaults) over each set:\n\n'
+printf '| language | examples | with context | retrieval s (1 thread) | examples/s (1 thread) | examples/s (%s threads) |\n' "$(nproc)"
+printf '|---|---:|---:|---:|---:|---:|\n'
+for lang in python java typescript csharp; do
+  for threads in 1 "$(nproc)"; do
+    "$bin" retrieve --examples "$out/$lang.jsonl" --repos "$sources/$lang" --language "$lang" \
+      --retriever bm25 --next-chunk --threads "$threads" --out "$out/$lang.rg1-$threads/" 2>"$out/$lang.retrieve-$threads.log" >/dev/null
+  done
+  python3 - "$lang" "$out/$lang.retrieve-1.log" "$out/$lang.retrieve-$(nproc).log" <<'PY'
+import re, sys
+def figures(path):
+    text = open(path).read()
+    counts = re.search(r"(\d+) examples: (\d+) with context", text)
+    timing = re.search(r"retrieved in ([0-9.]+) s \(([0-9.]+) examples/s", text)
+    return counts.groups(), timing.groups()
+(n, ok), (s1, r1) = figures(sys.argv[2])
+_, (_, rn) = figures(sys.argv[3])
+print(f"| {sys.argv[1]} | {n} | {ok} | {float(s1):.2f} | {float(r1):.0f} | {float(rn):.0f} |")
+PY
+done
+printf '\nThe official prompt builder manages about 0.5 examples/s on one core here (README, Retrieval).\n'
+
 printf '\nDropped by each filter (in order):\n'
 for lang in python java typescript csharp; do
   python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["language"] + ":", ", ".join(f"{k} {v}" for k, v in s["dropped"].items()))' "$out/$lang.summary.json"
