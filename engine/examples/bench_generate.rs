@@ -2,8 +2,11 @@
 //! at batch 1 and 8, medians of several runs; then greedy completions of real code prompts.
 //!
 //!   cargo run --release -p codesweep-engine --example bench_generate -- MODEL.gguf PROMPTS.jsonl... [--runs N]
+//!       [--completions OUT.jsonl] [--no-speed] [--no-completions]
 //!
 //! PROMPTS files are CrossCodeEval-format JSONL (a `prompt` field per line): real code.
+//! `--completions` also writes each greedy completion with its exact prompt text, so another
+//! engine can be given the same prompts (scripts/bench-engine.sh does that with llama.cpp).
 
 use std::time::Instant;
 
@@ -17,8 +20,24 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let runs = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(3usize);
-    let positional: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err()).collect();
+    let option = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let runs = match option("--runs") {
+        Some(v) => v.parse().map_err(|_| format!("--runs takes a number, not `{v}`"))?,
+        None => 3usize,
+    };
+    let completions_out = option("--completions");
+    let measure_speed = !args.iter().any(|a| a == "--no-speed");
+    let mut positional: Vec<&String> = Vec::new();
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "--runs" | "--completions" => {
+                rest.next();
+            }
+            flag if flag.starts_with("--") => {}
+            _ => positional.push(a),
+        }
+    }
     let (model_path, prompt_files) = positional.split_first().ok_or("usage: bench_generate MODEL PROMPTS.jsonl...")?;
     let started = Instant::now();
     let model = Model::load(std::path::Path::new(model_path.as_str()), &Device::Cpu, None)?;
@@ -53,22 +72,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if long.len() < 8 {
         return Err("need 8 prompts of at least 560 tokens".into());
     }
-    for batch in [1usize, 8] {
+    if measure_speed {
+        // Warm-up, not measured: the first forward pages the mapped weights in (llama-batched-bench warms up too).
+        let warm = GenerateOptions { batch_size: 1, max_tokens_in_flight: 1 << 20, prefill_chunk: 512 };
+        Generator::new(&model, warm).generate(&[Request::greedy("warm-up", long[0].clone(), 2)], |_| {})?;
+    }
+    for batch in if measure_speed { vec![1usize, 8] } else { Vec::new() } {
         let opts = GenerateOptions { batch_size: batch, max_tokens_in_flight: 1 << 20, prefill_chunk: 512 };
         let gen = Generator::new(&model, opts);
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
         for _ in 0..runs {
-            let reqs: Vec<Request> = long[..batch].iter().enumerate().map(|(i, p)| Request::greedy(format!("b{i}"), p.clone(), 1)).collect();
-            let g = gen.generate(&reqs, |_| {})?;
-            prefill.push(g.stats.prompt_tokens as f64 / g.stats.prefill_time.as_secs_f64());
+            // One call measures both: the stats keep prefill (prompt to first logits) and decode
+            // (32 further steps, as llama-batched-bench -ntg 32) apart.
             let reqs: Vec<Request> = long[..batch].iter().enumerate().map(|(i, p)| Request::greedy(format!("d{i}"), p.clone(), 33)).collect();
             let g = gen.generate(&reqs, |_| {})?;
+            prefill.push(g.stats.prompt_tokens as f64 / g.stats.prefill_time.as_secs_f64());
             decode.push(g.stats.decode_rows as f64 / g.stats.decode_time.as_secs_f64());
         }
         println!("batch {batch}: prefill {:.1} tok/s (512-token prompts), decode {:.2} tok/s (median of {runs})", median(prefill), median(decode));
     }
 
+    if args.iter().any(|a| a == "--no-completions") {
+        return Ok(());
+    }
     // Greedy completions of real code prompts, 5 per language, last 256 tokens of each prompt.
     let mut shown = std::collections::BTreeMap::<String, usize>::new();
     let mut sample = Vec::new();
@@ -83,8 +110,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let reqs: Vec<Request> = sample.iter().enumerate().map(|(i, (l, p))| Request { stop: vec!["\n".into()], ..Request::greedy(format!("{l}/{i}"), p.clone(), 48) }).collect();
     let g = Generator::new(&model, GenerateOptions::default()).generate(&reqs, |_| {})?;
-    for c in &g.completions {
+    let mut out = match completions_out {
+        Some(path) => Some(std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?)),
+        None => None,
+    };
+    for (c, (lang, prompt)) in g.completions.iter().zip(&sample) {
         println!("COMPLETION\t{}\t{}\t{}", c.id, c.stop_reason.as_str(), serde_json::to_string(&c.text)?);
+        if let Some(out) = out.as_mut() {
+            let line = serde_json::json!({"id": c.id, "language": lang, "prompt": prompt, "max_new_tokens": 48,
+                "completion": c.text, "stop_reason": c.stop_reason.as_str(), "token_ids": c.token_ids});
+            std::io::Write::write_all(out, format!("{line}\n").as_bytes())?;
+        }
+    }
+    if let Some(out) = out.as_mut() {
+        std::io::Write::flush(out)?;
     }
     Ok(())
 }

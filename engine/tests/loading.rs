@@ -36,6 +36,20 @@ fn gguf_rebuilt_tokenizer_equals_tokenizer_json_on_code() {
     assert_eq!(rebuilt.fim().map(|f| f.prefix.as_str()), Some("<|fim_prefix|>"));
 }
 
+/// Qwen2's tokenizer.json normalizes to NFC; the real-model check (scripts/check-tokenizer.sh) found
+/// llama.cpp does not, so this pins that our rebuild keeps the original's behaviour.
+#[test]
+fn qwen2_rebuilt_tokenizer_composes_decomposed_characters_like_the_original() {
+    let json = common::trained_tokenizer_json(1200);
+    let metadata: HashMap<String, gguf_file::Value> = common::gguf_tokenizer_metadata(&json, "qwen2").into_iter().collect();
+    let rebuilt = tokenizer_json_from_gguf(std::path::Path::new("tiny.gguf"), &metadata).unwrap();
+    let rebuilt = TextTokenizer::from_json(&rebuilt.json, rebuilt.eos_ids).unwrap();
+    let composed = "caf\u{e9} = '\u{c5}' # \u{f1}";
+    let decomposed = "cafe\u{301} = 'A\u{30a}' # n\u{303}";
+    assert_ne!(composed.as_bytes(), decomposed.as_bytes());
+    assert_eq!(rebuilt.tokenize(decomposed).unwrap(), rebuilt.tokenize(composed).unwrap());
+}
+
 #[test]
 fn unsupported_pre_tokenizer_is_named() {
     let json = common::trained_tokenizer_json(300);

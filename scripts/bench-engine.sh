@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Benchmark of the engine against llama.cpp on real models (not CI): speed, greedy completions,
+# tokenizer. Fetches the Qwen2.5-Coder GGUFs (scripts/fetch-models.sh) and builds the llama.cpp
+# vendored by the llama-cpp-python sdist (scripts/build-llamacpp.sh), both checksummed and cached.
+#
+#   scripts/bench-engine.sh [MODEL...]      default: qwen2.5-coder-0.5b qwen2.5-coder-1.5b
+#     RUNS=3        interleaved rounds (ours once, llama.cpp once) per model; medians are printed
+#     THREADS=2     threads for both engines
+#     OUT=DIR       raw outputs (default .bench/engine)
+#     PARTS="speed greedy tokenizer"   which parts to run (default all three)
+#
+# 1. speed: prefill tokens/s at 512-token prompts and decode tokens/s (32 tokens after the prompt),
+#    batch 1 and 8: our bench_generate vs llama-batched-bench -npp 512 -ntg 32 -npl 1,8, plus
+#    llama-bench pp512/tg32 as a cross-check of llama.cpp's batch-1 figures; ratio ours/llama.cpp.
+# 2. greedy completions of the first model on 20 real code prompts (5 per language, golden
+#    CrossCodeEval examples): ours and llama-simple's side by side, with the count of identical ones.
+# 3. tokenizer: scripts/check-tokenizer.sh on each model.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+runs="${RUNS:-3}"
+threads="${THREADS:-2}"
+out="${OUT:-.bench/engine}"
+golden="${CODESWEEP_GOLDEN:-../shared/golden}"
+parts=" ${PARTS:-speed greedy tokenizer} "
+models=("$@")
+[[ ${#models[@]} -eq 0 ]] && models=(qwen2.5-coder-0.5b qwen2.5-coder-1.5b)
+mkdir -p "$out"
+
+bin="$(scripts/build-llamacpp.sh)"
+nice -n 10 cargo build --release -p codesweep-engine --example bench_generate --example tokenize_gguf >&2
+target="${CARGO_TARGET_DIR:-target}/release/examples"
+prompts=("$golden"/cceval/{python,java,csharp,typescript}/examples.jsonl)
+export RAYON_NUM_THREADS="$threads"
+
+if [[ "$parts" == *" speed "* ]]; then
+echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $threads threads"
+for model in "${models[@]}"; do
+  gguf="$(scripts/fetch-models.sh "$model")"
+  rm -f "$out/$model".ours.*.txt "$out/$model".llama.*
+  for r in $(seq "$runs"); do
+    "$target/bench_generate" "$gguf" "${prompts[@]}" --runs 1 --no-completions >"$out/$model.ours.$r.txt"
+    "$bin/llama-batched-bench" -m "$gguf" -t "$threads" -tb "$threads" -c 4608 -b 2048 -ub 512 \
+      -npp 512 -ntg 32 -npl 1,8 --output-format jsonl >"$out/$model.llama.$r.txt" 2>&1
+    echo "   $model round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  done
+  "$bin/llama-bench" -m "$gguf" -t "$threads" -p 512 -n 32 -r "$runs" -o md >"$out/$model.llama-bench.md" 2>/dev/null
+done
+echo
+echo "== speed (tokens/s), ours vs llama.cpp $(basename "$(dirname "$bin")"), same run"
+python3 scripts/reference/engine_vs_llamacpp.py speed "$out" "${models[@]}"
+echo
+echo "llama-bench cross-check (batch 1, tokens/s, mean ± sd):"
+for model in "${models[@]}"; do cat "$out/$model.llama-bench.md"; done
+fi
+
+if [[ "$parts" == *" greedy "* ]]; then
+echo
+first="$(scripts/fetch-models.sh "${models[0]}")"
+echo "== greedy completions of ${models[0]}: ours vs llama.cpp (llama-simple), 48 tokens, cut at the first newline"
+"$target/bench_generate" "$first" "${prompts[@]}" --no-speed --completions "$out/completions.ours.jsonl" >/dev/null
+python3 scripts/reference/engine_vs_llamacpp.py greedy "$bin" "$first" "$out/completions.ours.jsonl" "$out/completions.jsonl"
+fi
+
+if [[ "$parts" == *" tokenizer "* ]]; then
+echo
+for model in "${models[@]}"; do
+  scripts/check-tokenizer.sh "$model"
+done
+fi

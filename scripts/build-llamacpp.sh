@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the llama.cpp that the llama-cpp-python sdist vendors, as the reference that
+# scripts/bench-engine.sh measures our engine against (speed, greedy completions, tokenizer).
+# Idempotent and checksummed: the sdist is pinned by version and sha256; a finished build
+# (marked by a stamp file) is kept. CPU only, -march=native, no curl, Release.
+#
+#   scripts/build-llamacpp.sh        # prints the bin directory holding the tools
+#
+# Tools built: llama-bench, llama-batched-bench, llama-simple, llama-tokenize.
+# Output: $CODESWEEP_LLAMACPP_DIR, default ~/.cache/codesweep/llama.cpp/<llama-cpp-python version>/bin.
+# Needs a C++ compiler; installs cmake (a pinned PyPI wheel) into the cache when none is on PATH.
+set -euo pipefail
+
+version=0.3.16
+sdist_sha=34ed0f9bd9431af045bb63d9324ae620ad0536653740e9bb163a2e1fcb973be6
+cmake_wheel_version=3.31.6
+tools=(llama-bench llama-batched-bench llama-simple llama-tokenize)
+
+root="${CODESWEEP_LLAMACPP_DIR:-$HOME/.cache/codesweep/llama.cpp/$version}"
+stamp="$root/bin/.built-$sdist_sha"
+if [[ -f "$stamp" ]]; then
+  echo "$root/bin"
+  exit 0
+fi
+mkdir -p "$root"
+
+# The sdist: only this package from source (its build requirements may come as wheels; pip
+# prepares metadata, which needs them).
+sdist="$root/llama_cpp_python-$version.tar.gz"
+if [[ ! -f "$sdist" ]] || ! echo "$sdist_sha  $sdist" | sha256sum --check --status; then
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  python3 -m pip download --quiet --no-deps --no-binary llama-cpp-python "llama-cpp-python==$version" -d "$work" >&2
+  if ! echo "$sdist_sha  $work/llama_cpp_python-$version.tar.gz" | sha256sum --check --status; then
+    echo "checksum mismatch for llama-cpp-python $version sdist; refusing to use it" >&2
+    exit 1
+  fi
+  mv "$work/llama_cpp_python-$version.tar.gz" "$sdist"
+fi
+
+src="$root/src"
+if [[ ! -f "$src/CMakeLists.txt" ]]; then
+  rm -rf "$src" "$root/unpack"
+  mkdir -p "$root/unpack"
+  tar -xzf "$sdist" -C "$root/unpack" "llama_cpp_python-$version/vendor/llama.cpp"
+  mv "$root/unpack/llama_cpp_python-$version/vendor/llama.cpp" "$src"
+  rm -rf "$root/unpack"
+fi
+
+cmake_bin="$(command -v cmake || true)"
+if [[ -z "$cmake_bin" ]]; then
+  if [[ ! -x "$root/tools/bin/cmake" ]]; then
+    python3 -m pip install --quiet --only-binary :all: --target "$root/tools/py" "cmake==$cmake_wheel_version" >&2
+    mkdir -p "$root/tools/bin"
+    ln -sf "$root/tools/py/cmake/data/bin/cmake" "$root/tools/bin/cmake"
+  fi
+  cmake_bin="$root/tools/bin/cmake"
+fi
+
+build="$root/build"
+nice -n 10 "$cmake_bin" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF >&2
+nice -n 10 "$cmake_bin" --build "$build" --config Release -j2 --target "${tools[@]}" >&2
+mkdir -p "$root/bin"
+for t in "${tools[@]}"; do
+  cp "$build/bin/$t" "$root/bin/$t"
+done
+touch "$stamp"
+echo "$root/bin"
