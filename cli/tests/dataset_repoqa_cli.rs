@@ -4,14 +4,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use candle_core::quantized::GgmlDType;
 use serde_json::{json, Value};
 use support::common;
-use support::{run_codesweep as codesweep, text, write};
+use support::{run_codesweep as codesweep, start_serve, text, write};
 
 /// A Python package of three modules importing each other, `n` documented functions each.
 fn python_repo(root: &Path, n: usize) {
@@ -111,14 +109,6 @@ fn bad_arguments_are_named() {
 /// A ChatML template in Qwen2.5's shape.
 const CHATML: &str = "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn model_and_endpoint_annotators_give_the_same_descriptions() {
@@ -134,16 +124,8 @@ fn model_and_endpoint_annotators_give_the_same_descriptions() {
     let result = codesweep(&args);
     assert!(result.status.success(), "{}", text(&result.stderr));
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codesweep"))
-        .args(["serve", "--model", model.to_str().unwrap(), "--port", "0", "--served-name", "tiny"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let _server = Server(child);
-    let describe_endpoint = format!("endpoint:{}/v1", line.trim().strip_prefix("listening on ").unwrap());
+    let (_server, url) = start_serve(&["--model", model.to_str().unwrap(), "--served-name", "tiny"]);
+    let describe_endpoint = format!("endpoint:{url}");
     let remote = dir.path().join("remote.json");
     let mut args = base.to_vec();
     args.extend(["--describe", &describe_endpoint, "--describe-model", "tiny", "--out", remote.to_str().unwrap()]);

@@ -5,14 +5,9 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-
 use candle_core::quantized::GgmlDType;
 use serde_json::Value;
 use support::*;
-
-const CHATML: &str = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou write code.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
 #[test]
 fn an_endpoint_model_with_its_tokenizer_gives_the_local_tables() {
@@ -22,19 +17,9 @@ fn an_endpoint_model_with_its_tokenizer_gives_the_local_tables() {
     let tokenizer = common::trained_tokenizer_json(400);
     let tokenizer_file = dir.path().join("tokenizer.json");
     std::fs::write(&tokenizer_file, &tokenizer).unwrap();
-    let model = common::write_gguf_chat(dir.path(), common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer, CHATML);
+    let model = common::write_gguf_chat(dir.path(), common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer, common::CHATML);
 
-    let mut server = Guard(
-        codesweep()
-            .args(["serve", "--model", model.to_str().unwrap(), "--port", "0", "--served-name", "tiny"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(server.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_string();
+    let (server, url) = start_serve(&["--model", model.to_str().unwrap(), "--served-name", "tiny"]);
 
     let store = dir.path().join("store");
     let spec = format!(
@@ -49,7 +34,7 @@ path = "{model}"
 
 [[models]]
 name = "served"
-endpoint = "{url}/v1"
+endpoint = "{url}"
 api_model = "tiny"
 chat = true
 tokenizer = "tokenizer.json"

@@ -226,13 +226,12 @@ fn serve_embeddings_equal_the_local_embedder() {
 }
 
 /// A ChatML template in Qwen2.5's shape, with its own default system message.
-const CHATML: &str = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou write code.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
 #[test]
 fn chat_completions_equal_local_generation_on_the_chatml_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let tokenizer = common::trained_tokenizer_json(400);
-    let model = common::write_gguf_chat(dir.path(), common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer, CHATML);
+    let model = common::write_gguf_chat(dir.path(), common::Arch::Qwen2, GgmlDType::Q8_0, &tokenizer, common::CHATML);
     let server = serve(&model, &["--batch-size", "3"], &[]);
     let prompts = common::code_prompts();
     let requests: Vec<Request> = prompts.iter().enumerate().map(|(i, p)| Request::greedy(format!("c{i}"), p.clone(), 8)).collect();

@@ -5,13 +5,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 use support::common;
-use support::{run_codesweep as codesweep, text, write};
+use support::{run_codesweep as codesweep, start_serve, text, write};
 
 /// A Punkt model with no learned parameters (enough for code without abbreviations).
 fn empty_punkt(dir: &Path) -> PathBuf {
@@ -152,14 +151,6 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     dot / (norm(a) * norm(b)).max(1e-8)
 }
 
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
@@ -208,16 +199,8 @@ fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
     // The same retrieval through `codesweep serve --embedder` (beside a generator) with the same
     // encoder and batch size.
     let generator = common::write_gguf(dir.path(), common::Arch::Qwen2, candle_core::quantized::GgmlDType::Q8_0, &common::trained_tokenizer_json(300));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codesweep"))
-        .args(["serve", "--model", generator.to_str().unwrap(), "--embedder", bert.to_str().unwrap(), "--port", "0", "--embed-batch-size", "64"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let _server = Server(child);
-    let url = format!("{}/v1", line.trim().strip_prefix("listening on ").unwrap());
+    let (_server, url) =
+        start_serve(&["--model", generator.to_str().unwrap(), "--embedder", bert.to_str().unwrap(), "--embed-batch-size", "64"]);
     let remote_out = dir.path().join("remote");
     let mut remote = base.to_vec();
     remote.extend(["--embedder-endpoint", &url, "--embedder-model", "unixcoder-base", "--out", remote_out.to_str().unwrap()]);

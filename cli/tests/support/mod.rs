@@ -197,3 +197,20 @@ pub fn write(path: &Path, contents: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, contents).unwrap();
 }
+
+/// `codesweep serve --port 0 ARGS` in the background; returns it and its OpenAI base URL
+/// (`http://…/v1`).
+pub fn start_serve(args: &[&str]) -> (Guard, String) {
+    let mut child = codesweep()
+        .arg("serve")
+        .args(args)
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_string();
+    (Guard(child), format!("{url}/v1"))
+}

@@ -340,3 +340,7 @@ pub fn write_hf(dir: &Path, arch: Arch, tokenizer_json: &str) -> PathBuf {
     candle_core::safetensors::save(&tensors, root.join("model.safetensors")).unwrap();
     root
 }
+
+/// Qwen2.5's ChatML chat template, reduced to what the tests need (default system message, generation prompt).
+#[allow(dead_code)]
+pub const CHATML: &str = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou write code.<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{%- if not (message.role == 'system' and loop.first) %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
