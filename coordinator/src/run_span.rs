@@ -51,9 +51,10 @@ impl RunSpans {
         open.ok().and_then(|o| o.get(run_id).map(codesweep_telemetry::trace_parent)).unwrap_or_default()
     }
 
-    /// Ends the spans of runs that are no longer running (or no longer known).
+    /// Ends the spans of runs that are no longer running (or no longer known). Called on every
+    /// lease and heartbeat, so a running run costs only the cheap state check.
     pub fn close_ended(&self, schedule: &Schedule, now: Instant) {
-        self.close_where(schedule, now, |status| status.state != RunState::Running as i32);
+        self.close_where(schedule, now, |state| state != RunState::Running);
     }
 
     /// Ends every open span, whatever its run's state.
@@ -61,12 +62,14 @@ impl RunSpans {
         self.close_where(schedule, now, |_| true);
     }
 
-    fn close_where(&self, schedule: &Schedule, now: Instant, ended: impl Fn(&RunStatus) -> bool) {
+    fn close_where(&self, schedule: &Schedule, now: Instant, ended: impl Fn(RunState) -> bool) {
         let Ok(mut open) = self.open.lock() else { return };
-        open.retain(|run_id, span| match schedule.status(run_id, now) {
-            Some(status) if !ended(&status) => true,
-            Some(status) => {
-                record_end(span, &status);
+        open.retain(|run_id, span| match schedule.run_state(run_id) {
+            Some(state) if !ended(state) => true,
+            Some(_) => {
+                if let Some(status) = schedule.status(run_id, now) {
+                    record_end(span, &status);
+                }
                 false
             }
             None => false,

@@ -172,7 +172,11 @@ impl Schedule {
 
     /// Whether `lease_id` was issued by another coordinator process (one that was restarted).
     fn is_foreign_lease(&self, lease_id: &str) -> bool {
-        !lease_id.strip_prefix("lease-").is_some_and(|rest| rest.starts_with(&format!("{}-", self.instance)))
+        let ours = lease_id
+            .strip_prefix("lease-")
+            .and_then(|rest| rest.strip_prefix(self.instance.as_str()))
+            .is_some_and(|rest| rest.starts_with('-'));
+        !ours
     }
 
     /// Adds a run (or replaces one with the same id): `done` shards have result objects,

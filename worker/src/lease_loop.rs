@@ -284,8 +284,8 @@ async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: 
     let backend = tokio::task::spawn_blocking(move || {
         Backend::load(&spec_owned, local.as_deref(), tokenizer.as_deref(), &device)
     })
-        .await
-        .map_err(|e| WorkerError::Stopped(format!("model loading panicked: {e}")))??;
+    .await
+    .map_err(|e| WorkerError::Stopped(format!("model loading panicked: {e}")))??;
     tracing::info!(model = %spec.name, seconds = started.elapsed().as_secs_f64(), "model loaded");
     *loaded = Some(Loaded { name: spec.name.clone(), backend: backend.clone() });
     Ok(backend)

@@ -7,6 +7,12 @@ use codesweep_proto::{ModelProgress, RunState, RunStatus, ShardFailure};
 use super::{RunEntry, Schedule, ShardState};
 
 impl Schedule {
+    /// A run's state alone; cheap while it runs (stops at its first unfinished shard), unlike
+    /// [`Schedule::status`], which walks every shard.
+    pub fn run_state(&self, run_id: &str) -> Option<RunState> {
+        self.runs.iter().find(|r| r.layout.run_id() == run_id).map(run_state)
+    }
+
     /// A snapshot of a run's progress.
     pub fn status(&self, run_id: &str, now: Instant) -> Option<RunStatus> {
         let run = self.runs.iter().find(|r| r.layout.run_id() == run_id)?;
