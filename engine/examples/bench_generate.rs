@@ -2,7 +2,7 @@
 //! at batch 1 and 8, medians of several runs; then greedy completions of real code prompts.
 //!
 //!   cargo run --release -p codesweep-engine --example bench_generate -- MODEL.gguf PROMPTS.jsonl... [--runs N]
-//!       [--completions OUT.jsonl] [--no-speed] [--no-completions]
+//!       [--completions OUT.jsonl] [--no-speed] [--no-completions] [--batches 1,8] [--decode-tokens 32]
 //!
 //! PROMPTS files are CrossCodeEval-format JSONL (a `prompt` field per line): real code.
 //! `--completions` also writes each greedy completion with its exact prompt text, so another
@@ -26,12 +26,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => 3usize,
     };
     let completions_out = option("--completions");
+    let batches: Vec<usize> = match option("--batches") {
+        Some(v) => v.split(',').map(|b| b.parse().map_err(|_| format!("--batches takes numbers like 1,8, not `{v}`"))).collect::<Result<_, _>>()?,
+        None => vec![1, 8],
+    };
+    if batches.iter().any(|&b| b == 0 || b > 8) {
+        return Err("--batches takes sizes from 1 to 8".into());
+    }
+    let decode_tokens: usize = match option("--decode-tokens") {
+        Some(v) => v.parse().map_err(|_| format!("--decode-tokens takes a number, not `{v}`"))?,
+        None => 32,
+    };
     let measure_speed = !args.iter().any(|a| a == "--no-speed");
     let mut positional: Vec<&String> = Vec::new();
     let mut rest = args.iter();
     while let Some(a) = rest.next() {
         match a.as_str() {
-            "--runs" | "--completions" => {
+            "--runs" | "--completions" | "--batches" | "--decode-tokens" => {
                 rest.next();
             }
             flag if flag.starts_with("--") => {}
@@ -77,15 +88,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let warm = GenerateOptions { batch_size: 1, max_tokens_in_flight: 1 << 20, prefill_chunk: 512 };
         Generator::new(&model, warm).generate(&[Request::greedy("warm-up", long[0].clone(), 2)], |_| {})?;
     }
-    for batch in if measure_speed { vec![1usize, 8] } else { Vec::new() } {
+    for batch in if measure_speed { batches } else { Vec::new() } {
         let opts = GenerateOptions { batch_size: batch, max_tokens_in_flight: 1 << 20, prefill_chunk: 512 };
         let gen = Generator::new(&model, opts);
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
         for _ in 0..runs {
             // One call measures both: the stats keep prefill (prompt to first logits) and decode
-            // (32 further steps, as llama-batched-bench -ntg 32) apart.
-            let reqs: Vec<Request> = long[..batch].iter().enumerate().map(|(i, p)| Request::greedy(format!("d{i}"), p.clone(), 33)).collect();
+            // (32 further steps by default, as llama-batched-bench -ntg 32) apart.
+            let reqs: Vec<Request> = long[..batch].iter().enumerate().map(|(i, p)| Request::greedy(format!("d{i}"), p.clone(), decode_tokens + 1)).collect();
             let g = gen.generate(&reqs, |_| {})?;
             prefill.push(g.stats.prompt_tokens as f64 / g.stats.prefill_time.as_secs_f64());
             decode.push(g.stats.decode_rows as f64 / g.stats.decode_time.as_secs_f64());

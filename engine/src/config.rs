@@ -182,13 +182,13 @@ impl ModelConfig {
             key: key.to_string(),
             message,
         };
-        if self.num_heads == 0 || self.num_kv_heads == 0 || self.num_heads % self.num_kv_heads != 0 {
+        if self.num_heads == 0 || self.num_kv_heads == 0 || !self.num_heads.is_multiple_of(self.num_kv_heads) {
             return Err(bad(
                 "head counts",
                 format!("{} query heads cannot be grouped over {} key/value heads", self.num_heads, self.num_kv_heads),
             ));
         }
-        if self.head_dim == 0 || self.head_dim % 2 != 0 {
+        if self.head_dim == 0 || !self.head_dim.is_multiple_of(2) {
             return Err(bad("head_dim", format!("head width {} must be even and non-zero", self.head_dim)));
         }
         if self.num_layers == 0 || self.hidden_size == 0 {

@@ -12,6 +12,7 @@ pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod http;
+pub mod kernels;
 pub mod layers;
 pub mod models;
 pub mod prompt;

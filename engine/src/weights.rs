@@ -10,6 +10,7 @@ use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::{EngineError, Result};
+use crate::kernels::{self, BlockFormat, Isa, PackedWeights, QuantizedRows};
 
 /// A tensor's name in both layouts: llama.cpp's GGUF name and the Hugging Face name, without the
 /// `.weight` / `.bias` suffix.
@@ -29,18 +30,89 @@ impl Name {
 /// A linear layer `y = x·Wᵀ + b`; `W` is (out, in), quantized or dense.
 #[derive(Debug, Clone)]
 pub struct Linear {
-    weight: QMatMul,
+    weight: LinearWeight,
     bias: Option<Tensor>,
+}
+
+/// Where a linear layer's product is computed.
+#[derive(Debug, Clone)]
+enum LinearWeight {
+    /// candle's quantized or dense matmul (any device, any type).
+    Candle(QMatMul),
+    /// Our CPU kernels for Q8_0 / Q5_0 (see [`crate::kernels`]).
+    Packed(Arc<PackedWeights>, Isa),
 }
 
 impl Linear {
     /// Applies the layer to `x` of shape (…, in), giving (…, out).
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = self.weight.forward(x)?;
+        let y = match &self.weight {
+            LinearWeight::Candle(w) => w.forward(x)?,
+            LinearWeight::Packed(w, isa) => x.contiguous()?.apply_op1_no_bwd(&PackedMatmul { weights: w, isa: *isa })?,
+        };
         match &self.bias {
             Some(b) => y.broadcast_add(b),
             None => Ok(y),
         }
+    }
+
+    /// Whether the product runs on our CPU kernels rather than candle's.
+    pub fn is_packed(&self) -> bool {
+        matches!(self.weight, LinearWeight::Packed(..))
+    }
+
+    /// Packs a GGUF Q8_0 / Q5_0 (out, in) matrix for our CPU kernels when this CPU has them.
+    fn packed(q: &QTensor, device: &Device) -> Option<candle_core::Result<LinearWeight>> {
+        let format = match q.dtype() {
+            GgmlDType::Q8_0 => BlockFormat::Q8,
+            GgmlDType::Q5_0 => BlockFormat::Q5,
+            _ => return None,
+        };
+        let isa = Isa::detect().filter(|_| device.is_cpu())?;
+        let &[rows, cols] = q.shape().dims() else { return None };
+        Some(q.data().and_then(|raw| {
+            let packed = PackedWeights::from_gguf(format, rows, cols, &raw).map_err(candle_core::Error::msg)?;
+            Ok(LinearWeight::Packed(Arc::new(packed), isa))
+        }))
+    }
+}
+
+/// `x` (…, in) f32 on the CPU times packed weights (out, in)ᵀ.
+struct PackedMatmul<'a> {
+    weights: &'a PackedWeights,
+    isa: Isa,
+}
+
+impl candle_core::CustomOp1 for PackedMatmul<'_> {
+    fn name(&self) -> &'static str {
+        "packed-quantized-matmul"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &candle_core::CpuStorage,
+        layout: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::backend::BackendStorage;
+        let candle_core::CpuStorage::F32(data) = storage else {
+            candle_core::bail!("packed quantized matmul needs f32 activations, got {:?}", storage.dtype());
+        };
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("packed quantized matmul needs contiguous activations");
+        };
+        let mut dims = layout.shape().dims().to_vec();
+        let cols = dims.last().copied().unwrap_or(0);
+        if cols != self.weights.cols() {
+            candle_core::bail!("activations of width {cols} for a ({}, {}) matrix", self.weights.rows(), self.weights.cols());
+        }
+        let w = self.weights;
+        let x = QuantizedRows::quantize(&data[start..end], cols, w.padded_cols(), w.format().offset());
+        let mut out = vec![0f32; x.rows() * w.rows()];
+        kernels::matmul(self.isa, w, &x, &mut out);
+        if let Some(last) = dims.last_mut() {
+            *last = w.rows();
+        }
+        Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from(dims)))
     }
 }
 
@@ -69,8 +141,11 @@ impl Embedding {
     /// The same table as an output projection (tied embeddings).
     pub fn as_linear(&self) -> candle_core::Result<Linear> {
         let weight = match self {
-            Self::Quantized(q) => QMatMul::from_arc(q.clone())?,
-            Self::Dense(t) => QMatMul::Tensor(t.clone()),
+            Self::Quantized(q) => match Linear::packed(q, &q.device()) {
+                Some(packed) => packed?,
+                None => LinearWeight::Candle(QMatMul::from_arc(q.clone())?),
+            },
+            Self::Dense(t) => LinearWeight::Candle(QMatMul::Tensor(t.clone())),
         };
         Ok(Linear { weight, bias: None })
     }
@@ -179,7 +254,21 @@ impl Weights {
         EngineError::Tensor { path: self.path.clone(), name: full.to_string(), message: e.to_string() }
     }
 
+    /// `full` as candle will compute with it (Q5_0 re-encoded as Q8_0 on the CPU).
     fn qtensor(&mut self, full: &str) -> Result<QTensor> {
+        let q = self.stored_qtensor(full)?;
+        self.for_candle(full, q)
+    }
+
+    fn for_candle(&self, full: &str, q: QTensor) -> Result<QTensor> {
+        if q.dtype() == GgmlDType::Q5_0 && self.device.is_cpu() {
+            return q5_0_as_q8_0(&q, &self.device).map_err(|e| self.missing(full, e));
+        }
+        Ok(q)
+    }
+
+    /// `full` as the file stores it.
+    fn stored_qtensor(&mut self, full: &str) -> Result<QTensor> {
         let Source::Gguf { content, reader } = &mut self.source else {
             return Err(self.missing(full, "not a GGUF model"));
         };
@@ -196,9 +285,6 @@ impl Weights {
             name: full.to_string(),
             message: format!("cannot read: {e}"),
         })?;
-        if q.dtype() == GgmlDType::Q5_0 && device.is_cpu() {
-            return q5_0_as_q8_0(&q, &device).map_err(|e| self.missing(full, e));
-        }
         Ok(q)
     }
 
@@ -220,13 +306,19 @@ impl Weights {
     pub fn linear(&mut self, name: &Name, out: usize, in_: usize, with_bias: bool) -> Result<Linear> {
         let full = self.full_name(name, "weight");
         let weight = if self.is_gguf() {
-            let q = self.qtensor(&full)?;
+            let q = self.stored_qtensor(&full)?;
             self.check_shape(&full, q.shape().dims(), &[out, in_])?;
-            QMatMul::from_qtensor(q).map_err(|e| self.missing(&full, e))?
+            match Linear::packed(&q, &self.device) {
+                Some(packed) => packed.map_err(|e| self.missing(&full, e))?,
+                None => {
+                    let q = self.for_candle(&full, q)?;
+                    LinearWeight::Candle(QMatMul::from_qtensor(q).map_err(|e| self.missing(&full, e))?)
+                }
+            }
         } else {
             let t = self.dense(&full)?;
             self.check_shape(&full, t.dims(), &[out, in_])?;
-            QMatMul::Tensor(t)
+            LinearWeight::Candle(QMatMul::Tensor(t))
         };
         let bias = if with_bias { Some(self.vector(name, "bias", out)?) } else { None };
         Ok(Linear { weight, bias })
@@ -260,7 +352,7 @@ impl Weights {
             if dims.len() != 2 || dims[1] != cols {
                 return Err(self.missing(&full, format!("expected shape (vocab, {cols}), found {dims:?}")));
             }
-            if cols % q.dtype().block_size() == 0 && !matches!(q.dtype(), GgmlDType::F32) {
+            if cols.is_multiple_of(q.dtype().block_size()) && !matches!(q.dtype(), GgmlDType::F32) {
                 return Ok(Embedding::Quantized(Arc::new(q)));
             }
             let t = q.dequantize(&self.device).map_err(|e| self.missing(&full, e))?;

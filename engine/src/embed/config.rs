@@ -117,7 +117,7 @@ impl EncoderConfig {
             activation,
             pad_token_id: u32::try_from(pad).map_err(|_| field("pad_token_id", format!("{pad} is too large")))?,
         };
-        if config.num_heads == 0 || config.hidden_size % config.num_heads != 0 {
+        if config.num_heads == 0 || !config.hidden_size.is_multiple_of(config.num_heads) {
             return Err(field(
                 "num_attention_heads",
                 format!("hidden_size {} is not divisible into {} heads", config.hidden_size, config.num_heads),

@@ -1,0 +1,136 @@
+//! CPU matrix products for 8-bit and 5-bit block-quantized weights (GGUF Q8_0, Q5_0), our own
+//! instead of candle's row-by-row dot products.
+//!
+//! Weights are repacked once at load; each call quantizes the activations to 8 bits per 32-value
+//! block and multiplies in integer SIMD (AVX-512 VNNI, or AVX2), tiled so that every weight block
+//! read from memory serves several activation rows. Each output element is computed by the same
+//! instruction sequence whatever the number of rows or the tiling, so a sequence's result does not
+//! depend on what else is in the batch. Without AVX2 and FMA the caller keeps candle's kernels.
+
+mod activations;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod weights;
+
+pub use activations::QuantizedRows;
+pub use weights::{BlockFormat, PackedWeights};
+
+/// Values per quantization block (both formats).
+pub const BLOCK: usize = 32;
+
+/// The instruction set a product runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// AVX-512 with VNNI: two blocks per 512-bit register, `vpdpbusd`.
+    Avx512Vnni,
+    /// AVX2 with FMA: one block per 256-bit register, `vpmaddubsw`.
+    Avx2,
+}
+
+impl Isa {
+    /// The best instruction set this CPU has, unless `CODESWEEP_CPU_KERNEL` says otherwise
+    /// (`avx512`, `avx2`, or `candle` to use candle's kernels); `None` means use candle's.
+    pub fn detect() -> Option<Self> {
+        let forced = std::env::var("CODESWEEP_CPU_KERNEL").ok();
+        let best = Self::supported().into_iter().next();
+        match forced.as_deref() {
+            Some("candle") => None,
+            Some("avx2") => Self::supported().into_iter().find(|&i| i == Self::Avx2),
+            Some("avx512") => Self::supported().into_iter().find(|&i| i == Self::Avx512Vnni),
+            _ => best,
+        }
+    }
+
+    /// Every instruction set this CPU can run, best first.
+    pub fn supported() -> Vec<Self> {
+        let mut found = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512vnni")
+            {
+                found.push(Self::Avx512Vnni);
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                found.push(Self::Avx2);
+            }
+        }
+        found
+    }
+}
+
+/// Rows of activations per tile of a task; a task's activation rows stay in L2 while its weight
+/// rows stream past.
+const ROWS_PER_TASK: usize = 64;
+/// Most weight rows per task.
+const MAX_COLUMNS_PER_TASK: usize = 256;
+
+/// `out` (m, n) = `x` (m, k) · `w`ᵀ, with `w` (n, k) packed; `out` is overwritten.
+///
+/// Splits the product into tasks of up to 64 activation rows × up to 256 weight rows on candle's
+/// CPU thread pool (the one its own ops use: a second pool would compete with its spinning
+/// workers for the cores). Panics only on mismatched lengths, which callers check.
+pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
+    let (m, n) = (x.rows(), w.rows());
+    assert_eq!(out.len(), m * n, "output buffer of the wrong length");
+    assert_eq!(x.padded_cols(), w.padded_cols(), "activation and weight widths differ");
+    assert_eq!(x.offset(), w.format().offset(), "activations quantized for another format");
+    if m == 0 || n == 0 {
+        return;
+    }
+    let pool = candle_core::utils::barrier_pool();
+    let threads = pool.n_workers() + 1;
+    let row_tasks = m.div_ceil(ROWS_PER_TASK);
+    // Enough column tasks to keep every thread busy, in whole micro-tiles.
+    let want = (threads * 8).div_ceil(row_tasks).max(1);
+    let columns = n.div_ceil(want).next_multiple_of(4).clamp(4, MAX_COLUMNS_PER_TASK);
+    let col_tasks = n.div_ceil(columns);
+    let out_ptr = SharedOut(out.as_mut_ptr());
+    pool.execute_chunked(row_tasks * col_tasks, |tasks| {
+        for task in tasks {
+            let (rt, ct) = (task / col_tasks, task % col_tasks);
+            let rows = rt * ROWS_PER_TASK..((rt + 1) * ROWS_PER_TASK).min(m);
+            let cols = ct * columns..((ct + 1) * columns).min(n);
+            let out = out_ptr;
+            // SAFETY: tasks cover disjoint (row, column) rectangles of `out`, which outlives the
+            // call, and every index written is < m·n.
+            unsafe { run_tile(isa, w, x, rows, cols, out.0, n) };
+        }
+    });
+}
+
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+// SAFETY: only used to write disjoint elements from pool tasks (see `matmul`).
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+/// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`.
+///
+/// # Safety
+/// `out` must be valid for those writes and the instruction set available.
+unsafe fn run_tile(
+    isa: Isa,
+    w: &PackedWeights,
+    x: &QuantizedRows,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    out: *mut f32,
+    ld: usize,
+) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512Vnni => unsafe { avx512::tile(w, x, rows, cols, out, ld) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { avx2::tile(w, x, rows, cols, out, ld) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

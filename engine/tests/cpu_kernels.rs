@@ -1,0 +1,68 @@
+//! The same tiny GGUF models under every CPU kernel this machine has (candle's, AVX2, AVX-512):
+//! batching must not change a result under any of them, and ours must give candle's logits up to
+//! the order of float additions (both quantize activations as GGUF Q8_0 does).
+//!
+//! One test in its own binary because the kernel is chosen through `CODESWEEP_CPU_KERNEL` at load.
+
+mod common;
+
+use candle_core::quantized::GgmlDType;
+use candle_core::{DType, Device};
+use codesweep_engine::generate::batch::step_inputs;
+use codesweep_engine::kernels::Isa;
+use codesweep_engine::layers::KvCache;
+use codesweep_engine::{GenerateOptions, Generator, Model, Request};
+use common::Arch;
+
+fn last_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
+    let mut cache = KvCache::new(model.config.num_layers);
+    let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.sliding_window, DType::F32, &Device::Cpu).unwrap();
+    model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap()
+}
+
+#[test]
+fn every_cpu_kernel_batches_exactly_and_agrees_with_candle() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokenizer = common::trained_tokenizer_json(400);
+    let mut kernels = vec!["candle"];
+    for isa in Isa::supported() {
+        kernels.push(match isa {
+            Isa::Avx512Vnni => "avx512",
+            Isa::Avx2 => "avx2",
+        });
+    }
+    let prompts = common::code_prompts();
+    for (arch, qtype) in [(Arch::Qwen2, GgmlDType::Q5_0), (Arch::Llama, GgmlDType::Q8_0)] {
+        let sub = dir.path().join(format!("{arch:?}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let path = common::write_gguf(&sub, arch, qtype, &tokenizer);
+        let mut reference: Option<Vec<f32>> = None;
+        for kernel in &kernels {
+            // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
+            unsafe { std::env::set_var("CODESWEEP_CPU_KERNEL", kernel) };
+            let label = format!("{arch:?} {qtype:?} on {kernel}");
+            let model = Model::load(&path, &Device::Cpu, None).unwrap();
+
+            let requests: Vec<Request> =
+                prompts.iter().enumerate().map(|(i, p)| Request::greedy(format!("p{i}"), p.clone(), 10)).collect();
+            let options = |batch_size| GenerateOptions { batch_size, max_tokens_in_flight: 1 << 20, prefill_chunk: 16 };
+            let batched = Generator::new(&model, options(4)).generate(&requests, |_| {}).unwrap();
+            for (request, got) in requests.iter().zip(&batched.completions) {
+                let alone = Generator::new(&model, options(1)).generate(std::slice::from_ref(request), |_| {}).unwrap();
+                assert_eq!(got.token_ids, alone.completions[0].token_ids, "{label}: request {}", request.id);
+            }
+
+            let ids = model.tokenizer.encode(&prompts[3]).unwrap();
+            let logits = last_logits(&model, &ids);
+            assert!(logits.iter().all(|v| v.is_finite()), "{label}: non-finite logits");
+            match &reference {
+                None => reference = Some(logits),
+                Some(candle) => {
+                    let spread = candle.iter().fold(0f32, |m, v| m.max(v.abs()));
+                    let diff = candle.iter().zip(&logits).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+                    assert!(diff <= 1e-5 * spread, "{label}: logits differ from candle's by {diff} (largest {spread})");
+                }
+            }
+        }
+    }
+}
