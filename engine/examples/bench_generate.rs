@@ -89,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Generator::new(&model, warm).generate(&[Request::greedy("warm-up", long[0].clone(), 2)], |_| {})?;
     }
     for batch in if measure_speed { batches } else { Vec::new() } {
-        let opts = GenerateOptions { batch_size: batch, max_tokens_in_flight: 1 << 20, prefill_chunk: 512 };
+        let opts = GenerateOptions { batch_size: batch, ..GenerateOptions::default() };
         let gen = Generator::new(&model, opts);
         let mut prefill = Vec::new();
         let mut decode = Vec::new();

@@ -63,12 +63,13 @@ impl Linear {
 
     /// Packs a GGUF Q8_0 / Q5_0 (out, in) matrix for our CPU kernels when this CPU has them.
     fn packed(q: &QTensor, device: &Device) -> Option<candle_core::Result<LinearWeight>> {
-        let format = match q.dtype() {
-            GgmlDType::Q8_0 => BlockFormat::Q8,
-            GgmlDType::Q5_0 => BlockFormat::Q5,
+        let isa = Isa::detect().filter(|_| device.is_cpu())?;
+        let format = match (q.dtype(), isa) {
+            (GgmlDType::Q8_0, _) => BlockFormat::Q8,
+            (GgmlDType::Q5_0, Isa::Avx512Vnni) => BlockFormat::Q5Pairs,
+            (GgmlDType::Q5_0, Isa::Avx2) => BlockFormat::Q5,
             _ => return None,
         };
-        let isa = Isa::detect().filter(|_| device.is_cpu())?;
         let &[rows, cols] = q.shape().dims() else { return None };
         Some(q.data().and_then(|raw| {
             let packed = PackedWeights::from_gguf(format, rows, cols, &raw).map_err(candle_core::Error::msg)?;
@@ -106,7 +107,7 @@ impl candle_core::CustomOp1 for PackedMatmul<'_> {
             candle_core::bail!("activations of width {cols} for a ({}, {}) matrix", self.weights.rows(), self.weights.cols());
         }
         let w = self.weights;
-        let x = QuantizedRows::quantize(&data[start..end], cols, w.padded_cols(), w.format().offset());
+        let x = QuantizedRows::quantize(&data[start..end], cols, w.padded_cols(), w.format());
         let mut out = vec![0f32; x.rows() * w.rows()];
         kernels::matmul(self.isa, w, &x, &mut out);
         if let Some(last) = dims.last_mut() {

@@ -3,15 +3,17 @@
 
 use std::sync::Mutex;
 
-use super::BLOCK;
+use super::weights::register_position;
+use super::{BlockFormat, BLOCK};
 
 /// (rows, cols) activations as blocks of signed 8-bit integers, rows padded to the weights' width.
 #[derive(Debug, Clone)]
 pub struct QuantizedRows {
     rows: usize,
     padded_cols: usize,
-    offset: i32,
-    /// rows × padded_cols, each in −127..=127.
+    format: BlockFormat,
+    /// rows × padded_cols, each in −127..=127; within each pair of blocks in
+    /// [`register_position`] order when the format asks for it.
     quants: Vec<i8>,
     /// rows × padded_blocks.
     scales: Vec<f32>,
@@ -26,8 +28,10 @@ const ROWS_PER_TASK: usize = 16;
 impl QuantizedRows {
     /// Quantizes `x` (rows × cols, row-major) exactly as GGUF Q8_0 does (scale = max |x| / 127,
     /// values rounded half away from zero, the scale kept at f16 precision); `padded_cols` ≥ cols
-    /// is the weights' padded width and `offset` their format's offset.
-    pub fn quantize(x: &[f32], cols: usize, padded_cols: usize, offset: i32) -> Self {
+    /// is the weights' padded width and `format` theirs (it sets the correction and the order).
+    pub fn quantize(x: &[f32], cols: usize, padded_cols: usize, format: BlockFormat) -> Self {
+        let offset = format.offset();
+        let register_order = format.register_order();
         debug_assert!(cols.is_multiple_of(BLOCK) && padded_cols.is_multiple_of(BLOCK) && padded_cols >= cols);
         let rows = x.len().checked_div(cols).unwrap_or(0);
         let blocks = padded_cols / BLOCK;
@@ -44,8 +48,15 @@ impl QuantizedRows {
                     let amax = values.iter().fold(0f32, |m, v| m.max(v.abs()));
                     let scale = amax / 127.0;
                     let inverse = if scale != 0.0 { 1.0 / scale } else { 0.0 };
-                    for (dst, v) in q[b * BLOCK..(b + 1) * BLOCK].iter_mut().zip(values) {
-                        *dst = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+                    if register_order {
+                        let pair = &mut q[b / 2 * 2 * BLOCK..][..2 * BLOCK];
+                        for (e, v) in values.iter().enumerate() {
+                            pair[register_position(b % 2 * BLOCK + e)] = round_half_away(v * inverse).clamp(-127, 127) as i8;
+                        }
+                    } else {
+                        for (dst, v) in q[b * BLOCK..(b + 1) * BLOCK].iter_mut().zip(values) {
+                            *dst = round_half_away(v * inverse).clamp(-127, 127) as i8;
+                        }
                     }
                     // Stored rounded to f16 as GGUF's Q8_0 does, so products equal llama.cpp's.
                     d[b] = half::f16::from_f32(scale).to_f32();
@@ -73,7 +84,7 @@ impl QuantizedRows {
         } else {
             quantize_rows(0, &mut quants, &mut scales, &mut corrections);
         }
-        Self { rows, padded_cols, offset, quants, scales, corrections }
+        Self { rows, padded_cols, format, quants, scales, corrections }
     }
 
     /// Number of rows.
@@ -86,14 +97,20 @@ impl QuantizedRows {
         self.padded_cols
     }
 
-    /// The weight offset the corrections were made for.
-    pub fn offset(&self) -> i32 {
-        self.offset
+    /// The weight format these rows were quantized for.
+    pub fn format(&self) -> BlockFormat {
+        self.format
     }
 
     /// Value `c` of row `r` and its block's scale (tests and reference).
     pub fn value(&self, r: usize, c: usize) -> (i32, f32) {
-        (self.quants[r * self.padded_cols + c] as i32, self.scales[r * self.padded_cols / BLOCK + c / BLOCK])
+        let stored = if self.format.register_order() {
+            let pair_start = c / (2 * BLOCK) * 2 * BLOCK;
+            pair_start + register_position(c - pair_start)
+        } else {
+            c
+        };
+        (self.quants[r * self.padded_cols + stored] as i32, self.scales[r * self.padded_cols / BLOCK + c / BLOCK])
     }
 
     pub(super) fn row_quants(&self, r: usize) -> *const i8 {
@@ -106,5 +123,33 @@ impl QuantizedRows {
 
     pub(super) fn row_corrections(&self, r: usize) -> *const i32 {
         self.corrections[r * self.padded_cols / 4..].as_ptr()
+    }
+}
+
+/// `t.round()` (half away from zero, like C's `roundf`) for |t| < 2²³, in instructions the
+/// compiler can vectorize rather than a libm call: truncation and the fraction are exact.
+#[inline(always)]
+fn round_half_away(t: f32) -> i32 {
+    let magnitude = t.abs();
+    let whole = magnitude as i32;
+    let rounded = whole + ((magnitude - whole as f32) >= 0.5) as i32;
+    if t < 0.0 {
+        -rounded
+    } else {
+        rounded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_half_away;
+
+    #[test]
+    fn rounding_equals_roundf() {
+        let edges = [0.0f32, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, 126.5, -126.5, 127.49999, 0.49999997, -0.49999997];
+        let sweep = (-140_000..=140_000).map(|i| i as f32 / 1000.0 + 0.0005);
+        for t in edges.into_iter().chain(sweep) {
+            assert_eq!(round_half_away(t), t.round() as i32, "{t}");
+        }
     }
 }

@@ -65,6 +65,7 @@ pub(super) unsafe fn tile(
         match w.format() {
             BlockFormat::Q8 => tile_of::<false>(w, x, rows, cols, out, ld),
             BlockFormat::Q5 => tile_of::<true>(w, x, rows, cols, out, ld),
+            BlockFormat::Q5Pairs => unreachable!("Q5Pairs is packed for AVX-512 only"),
         }
     }
 }

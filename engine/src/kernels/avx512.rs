@@ -2,8 +2,8 @@
 //! unsigned weight bytes by the signed activation bytes, each lane starting from its four values'
 //! correction so that it holds their exact signed dot product.
 //!
-//! Lanes 0–7 of a register belong to the first block of a pair and lanes 8–15 to the second, so
-//! the block scales are applied lane-wise before accumulating in f32.
+//! Each 32-bit lane belongs to one block of the pair (which one depends on the format), so the
+//! block scales are applied lane-wise before accumulating in f32.
 
 // The micro-kernels index fixed-size register arrays by row and column on purpose.
 #![allow(clippy::needless_range_loop)]
@@ -25,29 +25,20 @@ unsafe fn q8_pair(row: *const u8, pair: usize) -> __m512i {
     unsafe { _mm512_loadu_si512(row.add(64 * pair).cast()) }
 }
 
-/// One Q5 block (16 nibble bytes, 4 high-bit bytes) as 32 bytes in 0..=31.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
-#[inline]
-unsafe fn q5_block(p: *const u8) -> __m256i {
-    unsafe {
-        let nibbles = _mm_loadu_si128(p.cast());
-        let low_mask = _mm_set1_epi8(0x0f);
-        let lo = _mm_and_si128(nibbles, low_mask);
-        let hi = _mm_and_si128(_mm_srli_epi16(nibbles, 4), low_mask);
-        let high_bits = (p.add(16) as *const u32).read_unaligned();
-        let fifth = _mm256_maskz_mov_epi8(high_bits, _mm256_set1_epi8(0x10));
-        _mm256_or_si256(_mm256_set_m128i(hi, lo), fifth)
-    }
-}
-
-/// Pair `pair` of a Q5 row as 64 unsigned bytes.
+/// Pair `pair` of a Q5Pairs row as 64 unsigned bytes in register order: low nibbles, high
+/// nibbles, plus 16 where the fifth-bit mask is set.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 #[inline]
 unsafe fn q5_pair(row: *const u8, pair: usize) -> __m512i {
     unsafe {
-        let first = q5_block(row.add(40 * pair));
-        let second = q5_block(row.add(40 * pair + 20));
-        _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1)
+        let p = row.add(40 * pair);
+        let nibbles = _mm256_loadu_si256(p.cast());
+        let low_mask = _mm256_set1_epi8(0x0f);
+        let lo = _mm256_and_si256(nibbles, low_mask);
+        let hi = _mm256_and_si256(_mm256_srli_epi16(nibbles, 4), low_mask);
+        let joined = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        let fifth: __mmask64 = (p.add(32) as *const u64).read_unaligned();
+        _mm512_mask_add_epi8(joined, fifth, joined, _mm512_set1_epi8(16))
     }
 }
 
@@ -67,7 +58,8 @@ pub(super) unsafe fn tile(
     unsafe {
         match w.format() {
             BlockFormat::Q8 => tile_of::<false>(w, x, rows, cols, out, ld),
-            BlockFormat::Q5 => tile_of::<true>(w, x, rows, cols, out, ld),
+            BlockFormat::Q5Pairs => tile_of::<true>(w, x, rows, cols, out, ld),
+            BlockFormat::Q5 => unreachable!("AVX-512 takes Q5_0 as Q5Pairs; Linear packs it so"),
         }
     }
 }
@@ -127,8 +119,13 @@ unsafe fn micro<const Q5: bool, const R: usize, const C: usize>(
     ld: usize,
 ) {
     let pairs = w.padded_blocks() / 2;
-    // Lanes 0–7 take element 0 of the source, lanes 8–15 element 1.
-    let spread = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    // Which block of the pair each 32-bit lane holds: Q8 keeps blocks whole (lanes 0–7, 8–15);
+    // Q5Pairs interleaves them by 16 bytes (lanes 0–3 and 8–11 are the first block).
+    let spread = if Q5 {
+        _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
+    } else {
+        _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
+    };
     let mut acc = [[_mm512_setzero_ps(); C]; R];
     let mut w_rows = [std::ptr::null::<u8>(); C];
     let mut w_scales = [std::ptr::null::<f32>(); C];

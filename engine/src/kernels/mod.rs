@@ -15,7 +15,7 @@ mod avx512;
 mod weights;
 
 pub use activations::QuantizedRows;
-pub use weights::{BlockFormat, PackedWeights};
+pub use weights::{register_position, BlockFormat, PackedWeights};
 
 /// Values per quantization block (both formats).
 pub const BLOCK: usize = 32;
@@ -78,7 +78,8 @@ pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
     let (m, n) = (x.rows(), w.rows());
     assert_eq!(out.len(), m * n, "output buffer of the wrong length");
     assert_eq!(x.padded_cols(), w.padded_cols(), "activation and weight widths differ");
-    assert_eq!(x.offset(), w.format().offset(), "activations quantized for another format");
+    assert_eq!(x.format(), w.format(), "activations quantized for another format");
+    assert!(isa == Isa::Avx512Vnni || w.format() != BlockFormat::Q5Pairs, "Q5Pairs needs AVX-512");
     if m == 0 || n == 0 {
         return;
     }

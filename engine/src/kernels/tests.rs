@@ -13,7 +13,7 @@ fn gguf_bytes(format: BlockFormat, rows: usize, cols: usize, rng: &mut StdRng) -
         out.extend_from_slice(&scale.to_le_bytes());
         match format {
             BlockFormat::Q8 => (0..32).for_each(|_| out.push(rng.random_range(-127i8..=127) as u8)),
-            BlockFormat::Q5 => (0..20).for_each(|_| out.push(rng.random::<u8>())),
+            BlockFormat::Q5 | BlockFormat::Q5Pairs => (0..20).for_each(|_| out.push(rng.random::<u8>())),
         }
     }
     out
@@ -49,8 +49,16 @@ fn reference(w: &PackedWeights, x: &QuantizedRows, cols: usize) -> Vec<(f64, f64
     out
 }
 
+/// The formats `isa` multiplies.
+fn formats(isa: Isa) -> Vec<BlockFormat> {
+    match isa {
+        Isa::Avx512Vnni => vec![BlockFormat::Q8, BlockFormat::Q5Pairs],
+        Isa::Avx2 => vec![BlockFormat::Q8, BlockFormat::Q5],
+    }
+}
+
 fn product(isa: Isa, w: &PackedWeights, x: &[f32], cols: usize) -> (QuantizedRows, Vec<f32>) {
-    let q = QuantizedRows::quantize(x, cols, w.padded_cols(), w.format().offset());
+    let q = QuantizedRows::quantize(x, cols, w.padded_cols(), w.format());
     let mut out = vec![f32::NAN; q.rows() * w.rows()];
     matmul(isa, w, &q, &mut out);
     (q, out)
@@ -69,10 +77,13 @@ fn q5_unpacking_matches_the_gguf_layout() {
     for j in 0..16 {
         raw.push((values[j] & 0x0f) | ((values[j + 16] & 0x0f) << 4));
     }
-    let w = PackedWeights::from_gguf(BlockFormat::Q5, 1, 32, &raw).unwrap();
-    let decoded: Vec<i32> = (0..32).map(|c| w.value(0, c).0).collect();
-    assert_eq!(decoded, (0..32).map(|j| j - 16).collect::<Vec<_>>());
-    assert_eq!(w.padded_blocks(), 2, "one block pads to a pair");
+    for format in [BlockFormat::Q5, BlockFormat::Q5Pairs] {
+        let w = PackedWeights::from_gguf(format, 1, 32, &raw).unwrap();
+        let decoded: Vec<i32> = (0..64).map(|c| w.value(0, c).0).collect();
+        let expected: Vec<i32> = (0..32).map(|j| j - 16).chain(std::iter::repeat_n(0, 32)).collect();
+        assert_eq!(decoded, expected, "{format:?}");
+        assert_eq!(w.padded_blocks(), 2, "one block pads to a pair");
+    }
 }
 
 #[test]
@@ -86,10 +97,10 @@ fn every_instruction_set_equals_the_integer_reference() {
     // Odd block counts (96 = 3 blocks), rows and columns off the micro-tile sizes, and more rows
     // than one task holds.
     for (m, n, cols) in [(1, 1, 32), (3, 7, 96), (5, 9, 320), (70, 13, 64), (8, 300, 128)] {
-        for format in [BlockFormat::Q8, BlockFormat::Q5] {
-            let w = PackedWeights::from_gguf(format, n, cols, &gguf_bytes(format, n, cols, &mut rng)).unwrap();
-            let x = activations(m, cols, &mut rng);
-            for &isa in &isas {
+        for &isa in &isas {
+            for format in formats(isa) {
+                let w = PackedWeights::from_gguf(format, n, cols, &gguf_bytes(format, n, cols, &mut rng)).unwrap();
+                let x = activations(m, cols, &mut rng);
                 let (q, out) = product(isa, &w, &x, cols);
                 let expected = reference(&w, &q, cols);
                 for (k, (got, (want, magnitude))) in out.iter().zip(&expected).enumerate() {
@@ -132,10 +143,10 @@ fn quantized_product_is_close_to_the_float_product() {
 fn a_row_gets_the_same_bits_alone_and_in_any_batch() {
     let mut rng = StdRng::seed_from_u64(3);
     let (n, cols) = (37, 160);
-    for format in [BlockFormat::Q8, BlockFormat::Q5] {
-        let w = PackedWeights::from_gguf(format, n, cols, &gguf_bytes(format, n, cols, &mut rng)).unwrap();
-        let x = activations(71, cols, &mut rng);
-        for isa in Isa::supported() {
+    for isa in Isa::supported() {
+        for format in formats(isa) {
+            let w = PackedWeights::from_gguf(format, n, cols, &gguf_bytes(format, n, cols, &mut rng)).unwrap();
+            let x = activations(71, cols, &mut rng);
             let (_, batch) = product(isa, &w, &x, cols);
             for i in [0, 5, 63, 64, 70] {
                 let (_, alone) = product(isa, &w, &x[i * cols..(i + 1) * cols], cols);

@@ -12,6 +12,23 @@ pub enum BlockFormat {
     /// GGUF Q5_0: 16 bytes of low nibbles (elements j and j+16 share byte j) and 4 bytes holding
     /// the fifth bit of element j at bit j; `value + 16`, values in −16..=15.
     Q5,
+    /// Q5_0 for 512-bit registers, per pair of blocks: 32 nibble bytes (the first block's 16,
+    /// then the second's) and a 64-bit mask of fifth bits in register order, so unpacking is a
+    /// split of nibbles and one masked add. Activations are stored in the same order
+    /// ([`register_position`]).
+    Q5Pairs,
+}
+
+/// Where value `k` (0..64) of a pair of blocks sits in a 512-bit register once a
+/// [`BlockFormat::Q5Pairs`] pair is unpacked: low nibbles (elements 0–15 of each block) fill the
+/// first 32 bytes, high nibbles (elements 16–31) the last 32.
+pub fn register_position(k: usize) -> usize {
+    let (block, e) = (k / BLOCK, k % BLOCK);
+    if e < 16 {
+        block * 16 + e
+    } else {
+        32 + block * 16 + e - 16
+    }
 }
 
 impl BlockFormat {
@@ -19,7 +36,7 @@ impl BlockFormat {
     pub fn block_bytes(self) -> usize {
         match self {
             Self::Q8 => 32,
-            Self::Q5 => 20,
+            Self::Q5 | Self::Q5Pairs => 20,
         }
     }
 
@@ -27,13 +44,18 @@ impl BlockFormat {
     pub fn offset(self) -> i32 {
         match self {
             Self::Q8 => 128,
-            Self::Q5 => 16,
+            Self::Q5 | Self::Q5Pairs => 16,
         }
     }
 
     /// Bytes of one block in a GGUF file: an f16 scale, then the integers.
     fn gguf_block_bytes(self) -> usize {
         2 + self.block_bytes()
+    }
+
+    /// Whether activations are stored in [`register_position`] order for this format.
+    pub fn register_order(self) -> bool {
+        self == Self::Q5Pairs
     }
 }
 
@@ -75,8 +97,9 @@ impl PackedWeights {
                 match format {
                     // i8 → u8 with +128 is flipping the top bit.
                     BlockFormat::Q8 => dst.iter_mut().zip(&src[2..]).for_each(|(d, s)| *d = s ^ 0x80),
-                    // GGUF stores the high bits first, then the nibbles; we keep nibbles first.
-                    BlockFormat::Q5 => {
+                    // GGUF stores the high bits first, then the nibbles; we keep nibbles first
+                    // (pairs are rearranged below).
+                    BlockFormat::Q5 | BlockFormat::Q5Pairs => {
                         dst[..16].copy_from_slice(&src[6..22]);
                         dst[16..20].copy_from_slice(&src[2..6]);
                     }
@@ -87,11 +110,14 @@ impl PackedWeights {
                 let dst = &mut dst_row[b * bb..(b + 1) * bb];
                 match format {
                     BlockFormat::Q8 => dst.fill(0x80),
-                    BlockFormat::Q5 => {
+                    BlockFormat::Q5 | BlockFormat::Q5Pairs => {
                         dst[..16].fill(0);
                         dst[16..20].fill(0xff);
                     }
                 }
+            }
+            if format == BlockFormat::Q5Pairs {
+                dst_row.chunks_exact_mut(40).for_each(pair_in_register_order);
             }
         }
         Ok(Self { format, rows, cols, padded_blocks, data, scales })
@@ -144,6 +170,14 @@ impl PackedWeights {
                 let high = u32::from_le_bytes([block[16], block[17], block[18], block[19]]);
                 (nibble | ((((high >> e) & 1) as u8) << 4)) as i32
             }
+            BlockFormat::Q5Pairs => {
+                let pair = &self.data[(r * self.padded_blocks + b / 2 * 2) * bb..][..2 * bb];
+                let position = register_position((b % 2) * BLOCK + e);
+                let byte = pair[position % 32];
+                let nibble = if position < 32 { byte & 0x0f } else { byte >> 4 };
+                let mask = u64::from_le_bytes(pair[32..40].try_into().unwrap_or_default());
+                (nibble | ((((mask >> position) & 1) as u8) << 4)) as i32
+            }
         };
         (stored - self.format.offset(), self.scales[r * self.padded_blocks + b])
     }
@@ -152,4 +186,24 @@ impl PackedWeights {
     pub fn bytes(&self) -> usize {
         self.data.len() + self.scales.len() * 4
     }
+}
+
+/// Rearranges two [`BlockFormat::Q5`] blocks (nibbles, high bits; 40 bytes) into a
+/// [`BlockFormat::Q5Pairs`] pair: both blocks' nibble bytes, then the fifth bits as a 64-bit
+/// mask whose bit p belongs to register byte p.
+fn pair_in_register_order(pair: &mut [u8]) {
+    let high = |block: &[u8]| u32::from_le_bytes([block[16], block[17], block[18], block[19]]);
+    let (h0, h1) = (high(&pair[..20]), high(&pair[20..]));
+    let mut mask = 0u64;
+    for k in 0..2 * BLOCK {
+        let bits = if k < BLOCK { h0 } else { h1 };
+        if (bits >> (k % BLOCK)) & 1 == 1 {
+            mask |= 1 << register_position(k);
+        }
+    }
+    let mut nibbles = [0u8; 32];
+    nibbles[..16].copy_from_slice(&pair[..16]);
+    nibbles[16..].copy_from_slice(&pair[20..36]);
+    pair[..32].copy_from_slice(&nibbles);
+    pair[32..40].copy_from_slice(&mask.to_le_bytes());
 }
