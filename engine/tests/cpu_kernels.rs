@@ -1,6 +1,7 @@
 //! The same tiny GGUF models under every CPU kernel this machine has (candle's, AVX2, AVX-512):
-//! batching must not change a result under any of them, and ours must give candle's logits up to
-//! the order of float additions (both quantize activations as GGUF Q8_0 does).
+//! batching must not change a result under any of them, and ours must give candle's logits (both
+//! quantize activations as GGUF Q8_0 does and add in the same order: on the development machine
+//! the difference is exactly 0; the bound leaves room for another CPU's candle path).
 //!
 //! One test in its own binary because the kernel is chosen through `CODESWEEP_CPU_KERNEL` at load.
 

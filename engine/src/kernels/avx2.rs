@@ -160,10 +160,10 @@ unsafe fn micro<const Q5: bool, const R: usize, const C: usize>(
     }
 }
 
-/// The sum of eight lanes, in a fixed order.
+/// The sum of eight lanes, in a fixed order (candle's and llama.cpp's for AVX2).
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn sum8(v: __m256) -> f32 {
+pub(super) fn sum8(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))

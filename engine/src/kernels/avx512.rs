@@ -2,8 +2,8 @@
 //! unsigned weight bytes by the signed activation bytes, each lane starting from its four values'
 //! correction so that it holds their exact signed dot product.
 //!
-//! Each 32-bit lane belongs to one block of the pair (which one depends on the format), so the
-//! block scales are applied lane-wise before accumulating in f32.
+//! Each 32-bit lane belongs to one block of the pair; the blocks are then accumulated one after
+//! the other in eight f32 lanes, exactly as the AVX2 kernel does, so both give the same bits.
 
 // The micro-kernels index fixed-size register arrays by row and column on purpose.
 #![allow(clippy::needless_range_loop)]
@@ -119,14 +119,12 @@ unsafe fn micro<const Q5: bool, const R: usize, const C: usize>(
     ld: usize,
 ) {
     let pairs = w.padded_blocks() / 2;
-    // Which block of the pair each 32-bit lane holds: Q8 keeps blocks whole (lanes 0–7, 8–15);
-    // Q5Pairs interleaves them by 16 bytes (lanes 0–3 and 8–11 are the first block).
-    let spread = if Q5 {
-        _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
-    } else {
-        _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)
-    };
-    let mut acc = [[_mm512_setzero_ps(); C]; R];
+    // Lanes 0–7 take element 0 of the source, lanes 8–15 element 1.
+    let spread = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    // Q5Pairs lanes hold [block 0 low, block 1 low, block 0 high, block 1 high] × 4 lanes; this
+    // puts each block's eight lanes together in element order, as Q8 has them.
+    let block_order = _mm512_set_epi32(15, 14, 13, 12, 7, 6, 5, 4, 11, 10, 9, 8, 3, 2, 1, 0);
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
     let mut w_rows = [std::ptr::null::<u8>(); C];
     let mut w_scales = [std::ptr::null::<f32>(); C];
     for c in 0..C {
@@ -156,14 +154,19 @@ unsafe fn micro<const Q5: bool, const R: usize, const C: usize>(
                 let start = _mm512_loadu_si512(x_corr[r].add(16 * p).cast());
                 for c in 0..C {
                     let dot = _mm512_dpbusd_epi32(start, wv[c], a);
-                    let scale = _mm512_mul_ps(xs, ws[c]);
-                    acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r][c]);
+                    let dot = if Q5 { _mm512_permutexvar_epi32(block_order, dot) } else { dot };
+                    let (dot, scale) = (_mm512_cvtepi32_ps(dot), _mm512_mul_ps(xs, ws[c]));
+                    // One block after the other into eight lanes: the AVX2 kernel's (and
+                    // candle's and llama.cpp's AVX2) order of float operations, so results are
+                    // bit-identical whichever kernel a machine runs.
+                    acc[r][c] = _mm256_fmadd_ps(low_half(dot), low_half(scale), acc[r][c]);
+                    acc[r][c] = _mm256_fmadd_ps(high_half(dot), high_half(scale), acc[r][c]);
                 }
             }
         }
         for r in 0..R {
             for c in 0..C {
-                *out.add((i0 + r) * ld + j0 + c) = _mm512_reduce_add_ps(acc[r][c]);
+                *out.add((i0 + r) * ld + j0 + c) = super::avx2::sum8(acc[r][c]);
             }
         }
     }
@@ -174,4 +177,16 @@ unsafe fn micro<const Q5: bool, const R: usize, const C: usize>(
 #[inline]
 unsafe fn two_f32(p: *const f32) -> __m128 {
     unsafe { _mm_castpd_ps(_mm_load_sd(p.cast())) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+fn low_half(v: __m512) -> __m256 {
+    _mm512_castps512_ps256(v)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+#[inline]
+fn high_half(v: __m512) -> __m256 {
+    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
 }

@@ -165,3 +165,22 @@ fn malformed_weight_data_is_refused_with_the_reason() {
     let err = PackedWeights::from_gguf(BlockFormat::Q5, 1, 40, &[0u8; 22]).unwrap_err();
     assert!(err.contains("40 columns"), "{err}");
 }
+
+#[test]
+fn avx2_and_avx512_give_the_same_bits() {
+    let isas = Isa::supported();
+    if !isas.contains(&Isa::Avx512Vnni) || !isas.contains(&Isa::Avx2) {
+        eprintln!("this CPU lacks one of AVX2 and AVX-512 VNNI: nothing to compare");
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(5);
+    let (m, n, cols) = (9, 11, 416);
+    for (wide, narrow) in [(BlockFormat::Q8, BlockFormat::Q8), (BlockFormat::Q5Pairs, BlockFormat::Q5)] {
+        let raw = gguf_bytes(narrow, n, cols, &mut rng);
+        let x = activations(m, cols, &mut rng);
+        let (_, a) = product(Isa::Avx512Vnni, &PackedWeights::from_gguf(wide, n, cols, &raw).unwrap(), &x, cols);
+        let (_, b) = product(Isa::Avx2, &PackedWeights::from_gguf(narrow, n, cols, &raw).unwrap(), &x, cols);
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a), bits(&b), "{wide:?} vs {narrow:?}");
+    }
+}
