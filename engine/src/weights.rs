@@ -56,11 +56,6 @@ impl Linear {
         }
     }
 
-    /// Whether the product runs on our CPU kernels rather than candle's.
-    pub fn is_packed(&self) -> bool {
-        matches!(self.weight, LinearWeight::Packed(..))
-    }
-
     /// Packs a GGUF Q8_0 / Q5_0 (out, in) matrix for our CPU kernels when this CPU has them.
     fn packed(q: &QTensor, device: &Device) -> Option<candle_core::Result<LinearWeight>> {
         let isa = Isa::detect().filter(|_| device.is_cpu())?;

@@ -15,7 +15,7 @@ mod avx512;
 mod weights;
 
 pub use activations::QuantizedRows;
-pub use weights::{register_position, BlockFormat, PackedWeights};
+pub use weights::{BlockFormat, PackedWeights};
 
 /// Values per quantization block (both formats).
 pub const BLOCK: usize = 32;

@@ -182,10 +182,6 @@ impl PackedWeights {
         (stored - self.format.offset(), self.scales[r * self.padded_blocks + b])
     }
 
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.data.len() + self.scales.len() * 4
-    }
 }
 
 /// Rearranges two [`BlockFormat::Q5`] blocks (nibbles, high bits; 40 bytes) into a
