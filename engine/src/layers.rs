@@ -80,10 +80,47 @@ impl Rotary {
     }
 }
 
-/// Keys and values of every layer for the running batch: per layer (b, kv_heads, columns, head_dim).
+/// Keys and values of every layer for the running batch, written in place into buffers that
+/// grow in steps of [`KV_GROWTH`] columns, so a decode step copies only its own column.
 #[derive(Debug, Default)]
 pub struct KvCache {
-    layers: Vec<Option<(Tensor, Tensor)>>,
+    layers: Vec<Option<LayerCache>>,
+}
+
+/// Columns a cache buffer grows by when full: one copy of the cache per this many decode steps.
+pub const KV_GROWTH: usize = 256;
+
+/// One layer's buffers, (b, kv_heads, capacity, head_dim) each, of which the first `len`
+/// columns are filled.
+#[derive(Debug, Clone)]
+struct LayerCache {
+    k: Tensor,
+    v: Tensor,
+    len: usize,
+}
+
+impl LayerCache {
+    fn capacity(&self) -> usize {
+        self.k.dims().get(2).copied().unwrap_or(0)
+    }
+
+    /// The filled columns as views of the buffers: (b, kv_heads, len, head_dim).
+    fn filled(&self) -> candle_core::Result<(Tensor, Tensor)> {
+        Ok((self.k.narrow(2, 0, self.len)?, self.v.narrow(2, 0, self.len)?))
+    }
+
+    /// New buffers of `capacity` columns holding columns `from..from + len` of `k` and `v`.
+    fn with_capacity(k: &Tensor, v: &Tensor, from: usize, len: usize, capacity: usize) -> candle_core::Result<Self> {
+        let grow = |t: &Tensor| -> candle_core::Result<Tensor> {
+            let (b, heads, _, d) = t.dims4()?;
+            let buffer = Tensor::zeros((b, heads, capacity, d), t.dtype(), t.device())?;
+            if len > 0 {
+                buffer.slice_set(&t.narrow(2, from, len)?.contiguous()?, 2, 0)?;
+            }
+            Ok(buffer)
+        };
+        Ok(Self { k: grow(k)?, v: grow(v)?, len })
+    }
 }
 
 impl KvCache {
@@ -94,24 +131,33 @@ impl KvCache {
 
     /// Number of cached columns (0 when empty).
     pub fn columns(&self) -> usize {
-        self.layers.iter().flatten().next().map_or(0, |(k, _)| k.dim(2).unwrap_or(0))
+        self.layers.iter().flatten().next().map_or(0, |c| c.len)
     }
 
-    /// Appends this step's keys and values of `layer` and returns all of them.
+    /// Appends this step's keys and values of `layer`, (b, kv_heads, t, head_dim), and returns
+    /// views of all of them.
     pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> candle_core::Result<(Tensor, Tensor)> {
-        let (k, v) = match self.layers[layer].take() {
-            None => (k, v),
-            Some((pk, pv)) => (Tensor::cat(&[&pk, &k], 2)?, Tensor::cat(&[&pv, &v], 2)?),
+        let t = k.dim(2)?;
+        let slot = &mut self.layers[layer];
+        let needed = slot.as_ref().map_or(0, |c| c.len) + t;
+        let cache = match slot.take() {
+            Some(c) if c.capacity() >= needed => c,
+            Some(c) => LayerCache::with_capacity(&c.k, &c.v, 0, c.len, needed.next_multiple_of(KV_GROWTH))?,
+            None => LayerCache::with_capacity(&k, &v, 0, 0, needed.next_multiple_of(KV_GROWTH))?,
         };
-        self.layers[layer] = Some((k.clone(), v.clone()));
-        Ok((k, v))
+        cache.k.slice_set(&k.contiguous()?, 2, cache.len)?;
+        cache.v.slice_set(&v.contiguous()?, 2, cache.len)?;
+        let cache = LayerCache { len: needed, ..cache };
+        let filled = cache.filled()?;
+        *slot = Some(cache);
+        Ok(filled)
     }
 
     /// Keeps only the batch rows `rows` (indices into the current batch), in that order.
     pub fn retain_rows(&mut self, rows: &Tensor) -> candle_core::Result<()> {
         for slot in &mut self.layers {
-            if let Some((k, v)) = slot.take() {
-                *slot = Some((k.index_select(rows, 0)?, v.index_select(rows, 0)?));
+            if let Some(c) = slot.take() {
+                *slot = Some(LayerCache { k: c.k.index_select(rows, 0)?, v: c.v.index_select(rows, 0)?, len: c.len });
             }
         }
         Ok(())
@@ -120,9 +166,9 @@ impl KvCache {
     /// Drops the first `n` columns (padding no remaining row needs).
     pub fn drop_front_columns(&mut self, n: usize) -> candle_core::Result<()> {
         for slot in &mut self.layers {
-            if let Some((k, v)) = slot.take() {
-                let len = k.dim(2)?;
-                *slot = Some((k.narrow(2, n, len - n)?.contiguous()?, v.narrow(2, n, len - n)?.contiguous()?));
+            if let Some(c) = slot.take() {
+                let len = c.len - n;
+                *slot = Some(LayerCache::with_capacity(&c.k, &c.v, n, len, c.capacity())?);
             }
         }
         Ok(())
@@ -133,7 +179,16 @@ impl KvCache {
 ///
 /// `q`: (b, heads, t, d); `k`, `v`: (b, kv_heads, columns, d); `mask`: (b, 1, t, columns) with 0 or -inf.
 /// Query heads are grouped over key/value heads without copying the keys. Returns (b, t, heads·d).
+/// Decode steps on the CPU take the engine's fused kernel; everything else candle's ops.
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+    match crate::kernels::attention::decode_attention(q, k, v, mask)? {
+        Some(y) => Ok(y),
+        None => candle_attention(q, k, v, mask),
+    }
+}
+
+/// [`attention`] in candle's ops (batched matmuls and softmax), for any device and length.
+pub(crate) fn candle_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
     let (b, heads, t, d) = q.dims4()?;
     let kv_heads = k.dim(1)?;
     let columns = k.dim(2)?;
@@ -145,7 +200,7 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_co
     let scores = scores.reshape((b, heads, t, columns))?.broadcast_add(mask)?;
     let probs = candle_nn::ops::softmax_last_dim(&scores)?;
     // (b, kv_heads, group·t, d)
-    let y = probs.reshape((b, kv_heads, group * t, columns))?.matmul(&v.contiguous()?)?;
+    let y = probs.reshape((b, kv_heads, group * t, columns))?.matmul(v)?;
     y.reshape((b, heads, t, d))?.transpose(1, 2)?.reshape((b, t, heads * d))
 }
 
@@ -279,4 +334,44 @@ pub fn last_position(x: &Tensor) -> candle_core::Result<Tensor> {
 pub fn logits_f32(x: &Tensor, norm: &Norm, head: &Linear) -> candle_core::Result<Tensor> {
     let x = last_position(x)?.unsqueeze(1)?;
     head.forward(&norm.forward(&x)?)?.squeeze(1)?.to_dtype(DType::F32)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+
+    use super::{KvCache, KV_GROWTH};
+
+    /// Appends across several buffer growths, then drops rows and front columns: the views
+    /// always equal the concatenation of what went in.
+    #[test]
+    fn cache_views_equal_concatenation_across_growth() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let mut cache = KvCache::new(2);
+        let (mut all_k, mut all_v) = (Vec::new(), Vec::new());
+        let steps = [100, 1, 200, 1, 1, KV_GROWTH, 3];
+        for t in steps {
+            let k = Tensor::randn(0f32, 1.0, (3, 2, t, 4), &dev)?;
+            let v = Tensor::randn(0f32, 1.0, (3, 2, t, 4), &dev)?;
+            cache.append(0, k.clone(), v.clone())?;
+            let (ck, cv) = cache.append(1, k.clone(), v.clone())?;
+            all_k.push(k);
+            all_v.push(v);
+            let (ek, ev) = (Tensor::cat(&all_k, 2)?, Tensor::cat(&all_v, 2)?);
+            assert_eq!(ck.dims(), ek.dims());
+            assert_eq!((ck - &ek)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
+            assert_eq!((cv - &ev)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
+        }
+        let total: usize = steps.iter().sum();
+        assert_eq!(cache.columns(), total);
+        cache.retain_rows(&Tensor::new(&[2u32, 0], &dev)?)?;
+        cache.drop_front_columns(7)?;
+        let t = Tensor::randn(0f32, 1.0, (2, 2, 1, 4), &dev)?;
+        let (ck, _) = cache.append(0, t.clone(), t.clone())?;
+        let expected = Tensor::cat(&all_k, 2)?.index_select(&Tensor::new(&[2u32, 0], &dev)?, 0)?.narrow(2, 7, total - 7)?;
+        let expected = Tensor::cat(&[&expected, &t], 2)?;
+        assert_eq!(ck.dims(), &[2, 2, total - 7 + 1, 4]);
+        assert_eq!((ck - expected)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
+        Ok(())
+    }
 }

@@ -8,6 +8,7 @@
 //! depend on what else is in the batch. Without AVX2 and FMA the caller keeps candle's kernels.
 
 mod activations;
+pub mod attention;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -96,10 +97,9 @@ pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
             let (rt, ct) = (task / col_tasks, task % col_tasks);
             let rows = rt * ROWS_PER_TASK..((rt + 1) * ROWS_PER_TASK).min(m);
             let cols = ct * columns..((ct + 1) * columns).min(n);
-            let out = out_ptr;
             // SAFETY: tasks cover disjoint (row, column) rectangles of `out`, which outlives the
             // call, and every index written is < m·n.
-            unsafe { run_tile(isa, w, x, rows, cols, out.0, n) };
+            unsafe { run_tile(isa, w, x, rows, cols, out_ptr.get(), n) };
         }
     });
 }
@@ -109,6 +109,13 @@ struct SharedOut(*mut f32);
 // SAFETY: only used to write disjoint elements from pool tasks (see `matmul`).
 unsafe impl Send for SharedOut {}
 unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The pointer; a method so that closures capture the whole (`Send`) wrapper.
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
 
 /// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`.
 ///
