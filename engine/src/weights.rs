@@ -10,7 +10,7 @@ use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::{EngineError, Result};
-use crate::kernels::{self, BlockFormat, Isa, PackedWeights, QuantizedRows};
+use crate::kernels::{self, BlockFormat, Isa, KQuantFormat, KQuantWeights, PackedWeights, Q8KRows, QuantizedRows};
 
 /// A tensor's name in both layouts: llama.cpp's GGUF name and the Hugging Face name, without the
 /// `.weight` / `.bias` suffix.
@@ -39,8 +39,41 @@ pub struct Linear {
 enum LinearWeight {
     /// candle's quantized or dense matmul (any device, any type).
     Candle(QMatMul),
-    /// Our CPU kernels for Q8_0 / Q5_0 (see [`crate::kernels`]).
-    Packed(Arc<PackedWeights>, Isa),
+    /// Our CPU kernels (see [`crate::kernels`]).
+    Packed(Arc<CpuWeights>, Isa),
+}
+
+/// A matrix repacked for our CPU kernels.
+#[derive(Debug)]
+enum CpuWeights {
+    /// Q8_0 / Q5_0, 32-value blocks.
+    Blocks(PackedWeights),
+    /// Q4_K / Q6_K, 256-value super-blocks.
+    KQuant(KQuantWeights),
+}
+
+impl CpuWeights {
+    /// (out, in).
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            Self::Blocks(w) => (w.rows(), w.cols()),
+            Self::KQuant(w) => (w.rows(), w.cols()),
+        }
+    }
+
+    /// `x` (m, in) row-major times the matrix transposed: (m, out).
+    fn multiply(&self, isa: Isa, x: &[f32]) -> Vec<f32> {
+        let (rows, cols) = self.shape();
+        let mut out = vec![0f32; x.len() / cols.max(1) * rows];
+        match self {
+            Self::Blocks(w) => {
+                let x = QuantizedRows::quantize(x, cols, w.padded_cols(), w.format());
+                kernels::matmul(isa, w, &x, &mut out);
+            }
+            Self::KQuant(w) => kernels::matmul_kquant(isa, w, &Q8KRows::quantize(x, cols), &mut out),
+        }
+        out
+    }
 }
 
 impl Linear {
@@ -56,26 +89,36 @@ impl Linear {
         }
     }
 
-    /// Packs a GGUF Q8_0 / Q5_0 (out, in) matrix for our CPU kernels when this CPU has them.
+    /// Packs a GGUF Q8_0 / Q5_0 / Q4_K / Q6_K (out, in) matrix for our CPU kernels when this CPU
+    /// has them.
     fn packed(q: &QTensor, device: &Device) -> Option<candle_core::Result<LinearWeight>> {
+        enum Format {
+            Blocks(BlockFormat),
+            KQuant(KQuantFormat),
+        }
         let isa = Isa::detect().filter(|_| device.is_cpu())?;
         let format = match (q.dtype(), isa) {
-            (GgmlDType::Q8_0, _) => BlockFormat::Q8,
-            (GgmlDType::Q5_0, Isa::Avx512Vnni) => BlockFormat::Q5Pairs,
-            (GgmlDType::Q5_0, Isa::Avx2) => BlockFormat::Q5,
+            (GgmlDType::Q8_0, _) => Format::Blocks(BlockFormat::Q8),
+            (GgmlDType::Q5_0, Isa::Avx512Vnni) => Format::Blocks(BlockFormat::Q5Pairs),
+            (GgmlDType::Q5_0, Isa::Avx2) => Format::Blocks(BlockFormat::Q5),
+            (GgmlDType::Q4K, _) => Format::KQuant(KQuantFormat::Q4K),
+            (GgmlDType::Q6K, _) => Format::KQuant(KQuantFormat::Q6K),
             _ => return None,
         };
         let &[rows, cols] = q.shape().dims() else { return None };
         Some(q.data().and_then(|raw| {
-            let packed = PackedWeights::from_gguf(format, rows, cols, &raw).map_err(candle_core::Error::msg)?;
-            Ok(LinearWeight::Packed(Arc::new(packed), isa))
+            let packed = match format {
+                Format::Blocks(f) => PackedWeights::from_gguf(f, rows, cols, &raw).map(CpuWeights::Blocks),
+                Format::KQuant(f) => KQuantWeights::from_gguf(f, rows, cols, &raw).map(CpuWeights::KQuant),
+            };
+            Ok(LinearWeight::Packed(Arc::new(packed.map_err(candle_core::Error::msg)?), isa))
         }))
     }
 }
 
 /// `x` (…, in) f32 on the CPU times packed weights (out, in)ᵀ.
 struct PackedMatmul<'a> {
-    weights: &'a PackedWeights,
+    weights: &'a CpuWeights,
     isa: Isa,
 }
 
@@ -98,15 +141,13 @@ impl candle_core::CustomOp1 for PackedMatmul<'_> {
         };
         let mut dims = layout.shape().dims().to_vec();
         let cols = dims.last().copied().unwrap_or(0);
-        if cols != self.weights.cols() {
-            candle_core::bail!("activations of width {cols} for a ({}, {}) matrix", self.weights.rows(), self.weights.cols());
+        let (rows, weight_cols) = self.weights.shape();
+        if cols != weight_cols {
+            candle_core::bail!("activations of width {cols} for a ({rows}, {weight_cols}) matrix");
         }
-        let w = self.weights;
-        let x = QuantizedRows::quantize(&data[start..end], cols, w.padded_cols(), w.format());
-        let mut out = vec![0f32; x.rows() * w.rows()];
-        kernels::matmul(self.isa, w, &x, &mut out);
+        let out = self.weights.multiply(self.isa, &data[start..end]);
         if let Some(last) = dims.last_mut() {
-            *last = w.rows();
+            *last = rows;
         }
         Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from(dims)))
     }

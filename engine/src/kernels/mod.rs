@@ -1,8 +1,9 @@
-//! CPU matrix products for 8-bit and 5-bit block-quantized weights (GGUF Q8_0, Q5_0), our own
-//! instead of candle's row-by-row dot products.
+//! CPU matrix products for block-quantized weights (GGUF Q8_0, Q5_0, Q4_K, Q6_K), our own
+//! instead of candle's, plus the decode-step attention.
 //!
-//! Weights are repacked once at load; each call quantizes the activations to 8 bits per 32-value
-//! block and multiplies in integer SIMD (AVX-512 VNNI, or AVX2), tiled so that every weight block
+//! Weights are repacked once at load; each call quantizes the activations to 8 bits (per 32-value
+//! block for Q8_0/Q5_0, per 256 as GGUF Q8_K for the K-quants) and multiplies in integer SIMD
+//! (AVX-512 VNNI, or AVX2), tiled so that every weight block
 //! read from memory serves several activation rows. Each output element is computed by the same
 //! instruction sequence whatever the number of rows or the tiling, so a sequence's result does not
 //! depend on what else is in the batch. Without AVX2 and FMA the caller keeps candle's kernels.
@@ -13,9 +14,15 @@ pub mod attention;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod kquant;
+#[cfg(target_arch = "x86_64")]
+mod kquant_avx2;
+#[cfg(target_arch = "x86_64")]
+mod kquant_avx512;
 mod weights;
 
 pub use activations::QuantizedRows;
+pub use kquant::{KQuantFormat, KQuantWeights, Q8KRows};
 pub use weights::{BlockFormat, PackedWeights};
 
 /// Values per quantization block (both formats).
@@ -72,15 +79,41 @@ const MAX_COLUMNS_PER_TASK: usize = 256;
 
 /// `out` (m, n) = `x` (m, k) · `w`ᵀ, with `w` (n, k) packed; `out` is overwritten.
 ///
-/// Splits the product into tasks of up to 64 activation rows × up to 256 weight rows on candle's
-/// CPU thread pool (the one its own ops use: a second pool would compete with its spinning
-/// workers for the cores). Panics only on mismatched lengths, which callers check.
+/// Runs on candle's CPU thread pool (see [`schedule`]). Panics only on mismatched lengths,
+/// which callers check.
 pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
-    let (m, n) = (x.rows(), w.rows());
-    assert_eq!(out.len(), m * n, "output buffer of the wrong length");
     assert_eq!(x.padded_cols(), w.padded_cols(), "activation and weight widths differ");
     assert_eq!(x.format(), w.format(), "activations quantized for another format");
     assert!(isa == Isa::Avx512Vnni || w.format() != BlockFormat::Q5Pairs, "Q5Pairs needs AVX-512");
+    schedule(x.rows(), w.rows(), 4, out, |rows, cols, out, ld| {
+        // SAFETY: `schedule` hands out disjoint rectangles within `out`.
+        unsafe { run_tile(isa, w, x, rows, cols, out, ld) }
+    });
+}
+
+/// `out` (m, n) = `x` (m, k) · `w`ᵀ for K-quant weights `w` (n, k); `out` is overwritten.
+pub fn matmul_kquant(isa: Isa, w: &KQuantWeights, x: &Q8KRows, out: &mut [f32]) {
+    assert_eq!(x.cols(), w.cols(), "activation and weight widths differ");
+    schedule(x.rows(), w.rows(), kquant::TILE, out, |rows, cols, out, ld| match isa {
+        // SAFETY: `schedule` hands out disjoint rectangles within `out`; the ISA was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512Vnni => unsafe { kquant_avx512::tile(w, x, rows, cols, out, ld) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { kquant_avx2::tile(w, x, rows, cols, out, ld) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
+    });
+}
+
+/// Splits an (m, n) product into tasks of up to 64 activation rows × up to 256 weight rows on
+/// candle's CPU thread pool (the one its own ops use: a second pool would compete with its
+/// spinning workers for the cores) and calls `tile(rows, cols, out, ld)` for each, which writes
+/// `out[i·ld + j]` for `i` in `rows`, `j` in `cols`; column ranges start at multiples of `granule`.
+fn schedule<F>(m: usize, n: usize, granule: usize, out: &mut [f32], tile: F)
+where
+    F: Fn(std::ops::Range<usize>, std::ops::Range<usize>, *mut f32, usize) + Sync,
+{
+    assert_eq!(out.len(), m * n, "output buffer of the wrong length");
     if m == 0 || n == 0 {
         return;
     }
@@ -89,7 +122,7 @@ pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
     let row_tasks = m.div_ceil(ROWS_PER_TASK);
     // Enough column tasks to keep every thread busy, in whole micro-tiles.
     let want = (threads * 8).div_ceil(row_tasks).max(1);
-    let columns = n.div_ceil(want).next_multiple_of(4).clamp(4, MAX_COLUMNS_PER_TASK);
+    let columns = n.div_ceil(want).next_multiple_of(granule).clamp(granule, MAX_COLUMNS_PER_TASK);
     let col_tasks = n.div_ceil(columns);
     let out_ptr = SharedOut(out.as_mut_ptr());
     pool.execute_chunked(row_tasks * col_tasks, |tasks| {
@@ -97,9 +130,8 @@ pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
             let (rt, ct) = (task / col_tasks, task % col_tasks);
             let rows = rt * ROWS_PER_TASK..((rt + 1) * ROWS_PER_TASK).min(m);
             let cols = ct * columns..((ct + 1) * columns).min(n);
-            // SAFETY: tasks cover disjoint (row, column) rectangles of `out`, which outlives the
-            // call, and every index written is < m·n.
-            unsafe { run_tile(isa, w, x, rows, cols, out_ptr.get(), n) };
+            // Tasks cover disjoint (row, column) rectangles of `out`, which outlives the call.
+            tile(rows, cols, out_ptr.get(), n);
         }
     });
 }
@@ -142,3 +174,5 @@ unsafe fn run_tile(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod kquant_tests;
