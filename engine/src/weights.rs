@@ -99,8 +99,7 @@ impl Linear {
         let isa = Isa::detect().filter(|_| device.is_cpu())?;
         let format = match (q.dtype(), isa) {
             (GgmlDType::Q8_0, _) => Format::Blocks(BlockFormat::Q8),
-            (GgmlDType::Q5_0, Isa::Avx512Vnni) => Format::Blocks(BlockFormat::Q5Pairs),
-            (GgmlDType::Q5_0, Isa::Avx2) => Format::Blocks(BlockFormat::Q5),
+            (GgmlDType::Q5_0, _) => Format::Blocks(BlockFormat::Q5),
             (GgmlDType::Q4K, _) => Format::KQuant(KQuantFormat::Q4K),
             (GgmlDType::Q6K, _) => Format::KQuant(KQuantFormat::Q6K),
             _ => return None,

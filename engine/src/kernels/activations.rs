@@ -1,9 +1,8 @@
 //! Activations quantized per call: 8-bit integers per 32-value block with a scale (of f16 precision,
-//! held as f32), plus the per-lane correction that undoes the weights' unsigned offset.
+//! held as f32), plus the per-block correction that undoes the weights' unsigned offset.
 
 use std::sync::Mutex;
 
-use super::weights::register_position;
 use super::{BlockFormat, BLOCK};
 
 /// (rows, cols) activations as blocks of signed 8-bit integers, rows padded to the weights' width.
@@ -12,13 +11,12 @@ pub struct QuantizedRows {
     rows: usize,
     padded_cols: usize,
     format: BlockFormat,
-    /// rows × padded_cols, each in −127..=127; within each pair of blocks in
-    /// [`register_position`] order when the format asks for it.
+    /// rows × padded_cols, each in −127..=127.
     quants: Vec<i8>,
-    /// rows × padded_blocks.
+    /// rows × blocks.
     scales: Vec<f32>,
-    /// rows × padded_cols/4: `−offset · Σ quants` of each group of four values, the group that
-    /// one 32-bit lane of `vpdpbusd` sums, so every lane holds the exact small dot product.
+    /// rows × blocks: `−offset · Σ quants` of each block, which turns the product with the
+    /// weights' unsigned bytes into the exact signed dot product.
     corrections: Vec<i32>,
 }
 
@@ -28,41 +26,33 @@ const ROWS_PER_TASK: usize = 16;
 impl QuantizedRows {
     /// Quantizes `x` (rows × cols, row-major) exactly as GGUF Q8_0 does (scale = max |x| / 127,
     /// values rounded half away from zero, the scale kept at f16 precision); `padded_cols` ≥ cols
-    /// is the weights' padded width and `format` theirs (it sets the correction and the order).
+    /// is the weights' padded width and `format` theirs (it sets the correction).
     pub fn quantize(x: &[f32], cols: usize, padded_cols: usize, format: BlockFormat) -> Self {
         let offset = format.offset();
-        let register_order = format.register_order();
         debug_assert!(cols.is_multiple_of(BLOCK) && padded_cols.is_multiple_of(BLOCK) && padded_cols >= cols);
         let rows = x.len().checked_div(cols).unwrap_or(0);
         let blocks = padded_cols / BLOCK;
         let mut quants = vec![0i8; rows * padded_cols];
         let mut scales = vec![0f32; rows * blocks];
-        let mut corrections = vec![0i32; rows * padded_cols / 4];
+        let mut corrections = vec![0i32; rows * blocks];
         let quantize_rows = |chunk: usize, q: &mut [i8], d: &mut [f32], c: &mut [i32]| {
             let first = chunk * ROWS_PER_TASK;
             for (r, ((q, d), c)) in
-                q.chunks_mut(padded_cols).zip(d.chunks_mut(blocks)).zip(c.chunks_mut(padded_cols / 4)).enumerate()
+                q.chunks_mut(padded_cols).zip(d.chunks_mut(blocks)).zip(c.chunks_mut(blocks)).enumerate()
             {
                 let row = &x[(first + r) * cols..(first + r + 1) * cols];
                 for (b, values) in row.chunks_exact(BLOCK).enumerate() {
                     let amax = values.iter().fold(0f32, |m, v| m.max(v.abs()));
                     let scale = amax / 127.0;
                     let inverse = if scale != 0.0 { 1.0 / scale } else { 0.0 };
-                    if register_order {
-                        let pair = &mut q[b / 2 * 2 * BLOCK..][..2 * BLOCK];
-                        for (e, v) in values.iter().enumerate() {
-                            pair[register_position(b % 2 * BLOCK + e)] = round_half_away(v * inverse).clamp(-127, 127) as i8;
-                        }
-                    } else {
-                        for (dst, v) in q[b * BLOCK..(b + 1) * BLOCK].iter_mut().zip(values) {
-                            *dst = round_half_away(v * inverse).clamp(-127, 127) as i8;
-                        }
+                    for (dst, v) in q[b * BLOCK..(b + 1) * BLOCK].iter_mut().zip(values) {
+                        *dst = round_half_away(v * inverse).clamp(-127, 127) as i8;
                     }
                     // Stored rounded to f16 as GGUF's Q8_0 does, so products equal llama.cpp's.
                     d[b] = half::f16::from_f32(scale).to_f32();
                 }
-                for (group, c) in q.chunks_exact(4).zip(c.iter_mut()) {
-                    *c = -offset * group.iter().map(|&v| v as i32).sum::<i32>();
+                for (block, c) in q.chunks_exact(BLOCK).zip(c.iter_mut()) {
+                    *c = -offset * block.iter().map(|&v| v as i32).sum::<i32>();
                 }
             }
         };
@@ -71,7 +61,7 @@ impl QuantizedRows {
             let chunks: Vec<Mutex<_>> = quants
                 .chunks_mut(ROWS_PER_TASK * padded_cols)
                 .zip(scales.chunks_mut(ROWS_PER_TASK * blocks))
-                .zip(corrections.chunks_mut(ROWS_PER_TASK * padded_cols / 4))
+                .zip(corrections.chunks_mut(ROWS_PER_TASK * blocks))
                 .map(Mutex::new)
                 .collect();
             candle_core::utils::barrier_pool().execute_chunked(chunks.len(), |range| {
@@ -104,25 +94,22 @@ impl QuantizedRows {
 
     /// Value `c` of row `r` and its block's scale (tests and reference).
     pub fn value(&self, r: usize, c: usize) -> (i32, f32) {
-        let stored = if self.format.register_order() {
-            let pair_start = c / (2 * BLOCK) * 2 * BLOCK;
-            pair_start + register_position(c - pair_start)
-        } else {
-            c
-        };
-        (self.quants[r * self.padded_cols + stored] as i32, self.scales[r * self.padded_cols / BLOCK + c / BLOCK])
+        (self.quants[r * self.padded_cols + c] as i32, self.scales[r * self.padded_cols / BLOCK + c / BLOCK])
     }
 
+    /// Row `r`'s values.
     pub(super) fn row_quants(&self, r: usize) -> *const i8 {
         self.quants[r * self.padded_cols..].as_ptr()
     }
 
+    /// Row `r`'s block scales.
     pub(super) fn row_scales(&self, r: usize) -> *const f32 {
         self.scales[r * self.padded_cols / BLOCK..].as_ptr()
     }
 
+    /// Row `r`'s block corrections.
     pub(super) fn row_corrections(&self, r: usize) -> *const i32 {
-        self.corrections[r * self.padded_cols / 4..].as_ptr()
+        self.corrections[r * self.padded_cols / BLOCK..].as_ptr()
     }
 }
 

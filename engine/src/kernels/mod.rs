@@ -1,12 +1,14 @@
 //! CPU matrix products for block-quantized weights (GGUF Q8_0, Q5_0, Q4_K, Q6_K), our own
 //! instead of candle's, plus the decode-step attention.
 //!
-//! Weights are repacked once at load; each call quantizes the activations to 8 bits (per 32-value
-//! block for Q8_0/Q5_0, per 256 as GGUF Q8_K for the K-quants) and multiplies in integer SIMD
-//! (AVX-512 VNNI, or AVX2), tiled so that every weight block
-//! read from memory serves several activation rows. Each output element is computed by the same
-//! instruction sequence whatever the number of rows or the tiling, so a sequence's result does not
-//! depend on what else is in the batch. Without AVX2 and FMA the caller keeps candle's kernels.
+//! Weights are repacked once at load in tiles of 16 rows, four values of each row side by side, so
+//! one integer multiply-add instruction (`vpdpbusd` on AVX-512 VNNI, `vpmaddubsw` + `vpmaddwd` on
+//! AVX2) with four broadcast activations serves 16 outputs. Each call quantizes the activations to
+//! 8 bits (per 32-value block as GGUF Q8_0 for Q8_0/Q5_0, per 256 as GGUF Q8_K for the K-quants).
+//! Per block each output's exact integer dot product is scaled into its own f32 lane; every output
+//! goes through the same operations whatever the batch, the tiling or the instruction set, so a
+//! sequence's result depends neither on what else is in the batch nor on the CPU. Without AVX2,
+//! FMA and F16C the caller keeps candle's kernels.
 
 mod activations;
 pub mod attention;
@@ -31,9 +33,9 @@ pub const BLOCK: usize = 32;
 /// The instruction set a product runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isa {
-    /// AVX-512 with VNNI: two blocks per 512-bit register, `vpdpbusd`.
+    /// AVX-512 with VNNI: 16 weight rows per register, `vpdpbusd`.
     Avx512Vnni,
-    /// AVX2 with FMA: one block per 256-bit register, `vpmaddubsw`.
+    /// AVX2 with FMA and F16C: 8 weight rows per register, `vpmaddubsw` + `vpmaddwd`.
     Avx2,
 }
 
@@ -63,7 +65,7 @@ impl Isa {
             {
                 found.push(Self::Avx512Vnni);
             }
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
                 found.push(Self::Avx2);
             }
         }
@@ -84,8 +86,7 @@ const MAX_COLUMNS_PER_TASK: usize = 256;
 pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
     assert_eq!(x.padded_cols(), w.padded_cols(), "activation and weight widths differ");
     assert_eq!(x.format(), w.format(), "activations quantized for another format");
-    assert!(isa == Isa::Avx512Vnni || w.format() != BlockFormat::Q5Pairs, "Q5Pairs needs AVX-512");
-    schedule(x.rows(), w.rows(), 4, out, |rows, cols, out, ld| {
+    schedule(x.rows(), w.rows(), kquant::TILE, out, |rows, cols, out, ld| {
         // SAFETY: `schedule` hands out disjoint rectangles within `out`.
         unsafe { run_tile(isa, w, x, rows, cols, out, ld) }
     });

@@ -13,7 +13,7 @@ fn gguf_bytes(format: BlockFormat, rows: usize, cols: usize, rng: &mut StdRng) -
         out.extend_from_slice(&scale.to_le_bytes());
         match format {
             BlockFormat::Q8 => (0..32).for_each(|_| out.push(rng.random_range(-127i8..=127) as u8)),
-            BlockFormat::Q5 | BlockFormat::Q5Pairs => (0..20).for_each(|_| out.push(rng.random::<u8>())),
+            BlockFormat::Q5 => (0..20).for_each(|_| out.push(rng.random::<u8>())),
         }
     }
     out
@@ -50,11 +50,8 @@ fn reference(w: &PackedWeights, x: &QuantizedRows, cols: usize) -> Vec<(f64, f64
 }
 
 /// The formats `isa` multiplies.
-fn formats(isa: Isa) -> Vec<BlockFormat> {
-    match isa {
-        Isa::Avx512Vnni => vec![BlockFormat::Q8, BlockFormat::Q5Pairs],
-        Isa::Avx2 => vec![BlockFormat::Q8, BlockFormat::Q5],
-    }
+fn formats(_isa: Isa) -> Vec<BlockFormat> {
+    vec![BlockFormat::Q8, BlockFormat::Q5]
 }
 
 fn product(isa: Isa, w: &PackedWeights, x: &[f32], cols: usize) -> (QuantizedRows, Vec<f32>) {
@@ -77,13 +74,12 @@ fn q5_unpacking_matches_the_gguf_layout() {
     for j in 0..16 {
         raw.push((values[j] & 0x0f) | ((values[j + 16] & 0x0f) << 4));
     }
-    for format in [BlockFormat::Q5, BlockFormat::Q5Pairs] {
-        let w = PackedWeights::from_gguf(format, 1, 32, &raw).unwrap();
-        let decoded: Vec<i32> = (0..64).map(|c| w.value(0, c).0).collect();
-        let expected: Vec<i32> = (0..32).map(|j| j - 16).chain(std::iter::repeat_n(0, 32)).collect();
-        assert_eq!(decoded, expected, "{format:?}");
-        assert_eq!(w.padded_blocks(), 2, "one block pads to a pair");
-    }
+    let w = PackedWeights::from_gguf(BlockFormat::Q5, 1, 32, &raw).unwrap();
+    let decoded: Vec<i32> = (0..32).map(|c| w.value(0, c).0).collect();
+    assert_eq!(decoded, (0..32).map(|j| j - 16).collect::<Vec<i32>>());
+    assert_eq!(w.value(0, 0).1, 1.0);
+    // The 15 padding rows of the tile read as zeros.
+    assert!((1..16).all(|r| (0..32).all(|c| w.value(r, c) == (0, 0.0))));
 }
 
 #[test]
@@ -175,12 +171,36 @@ fn avx2_and_avx512_give_the_same_bits() {
     }
     let mut rng = StdRng::seed_from_u64(5);
     let (m, n, cols) = (9, 11, 416);
-    for (wide, narrow) in [(BlockFormat::Q8, BlockFormat::Q8), (BlockFormat::Q5Pairs, BlockFormat::Q5)] {
-        let raw = gguf_bytes(narrow, n, cols, &mut rng);
+    for format in [BlockFormat::Q8, BlockFormat::Q5] {
+        let w = PackedWeights::from_gguf(format, n, cols, &gguf_bytes(format, n, cols, &mut rng)).unwrap();
         let x = activations(m, cols, &mut rng);
-        let (_, a) = product(Isa::Avx512Vnni, &PackedWeights::from_gguf(wide, n, cols, &raw).unwrap(), &x, cols);
-        let (_, b) = product(Isa::Avx2, &PackedWeights::from_gguf(narrow, n, cols, &raw).unwrap(), &x, cols);
+        let (_, a) = product(Isa::Avx512Vnni, &w, &x, cols);
+        let (_, b) = product(Isa::Avx2, &w, &x, cols);
         let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&a), bits(&b), "{wide:?} vs {narrow:?}");
+        assert_eq!(bits(&a), bits(&b), "{format:?}");
     }
+}
+
+#[test]
+fn products_equal_candles_on_matrices_candle_quantized() -> candle_core::Result<()> {
+    use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+    use candle_core::{Device, Module, Tensor};
+    let mut rng = StdRng::seed_from_u64(17);
+    for (dtype, format) in [(GgmlDType::Q8_0, BlockFormat::Q8), (GgmlDType::Q5_0, BlockFormat::Q5)] {
+        for (m, n, k) in [(1, 20, 64), (5, 400, 64), (9, 33, 128)] {
+            let dense = Tensor::from_vec(activations(n, k, &mut rng), (n, k), &Device::Cpu)?;
+            let q = QTensor::quantize(&dense, dtype)?;
+            let w = PackedWeights::from_gguf(format, n, k, &q.data()?).map_err(candle_core::Error::msg)?;
+            let x = activations(m, k, &mut rng);
+            let theirs = QMatMul::from_qtensor(q)?.forward(&Tensor::from_vec(x.clone(), (m, k), &Device::Cpu)?)?;
+            let theirs = theirs.flatten_all()?.to_vec1::<f32>()?;
+            for isa in Isa::supported() {
+                let (_, ours) = product(isa, &w, &x, k);
+                let spread = theirs.iter().fold(0f32, |a, v| a.max(v.abs()));
+                let diff = theirs.iter().zip(&ours).fold(0f32, |a, (t, o)| a.max((t - o).abs()));
+                assert!(diff <= 1e-5 * spread, "{dtype:?} {isa:?} ({m}, {n}, {k}): differs from candle by {diff} of {spread}");
+            }
+        }
+    }
+    Ok(())
 }
