@@ -67,7 +67,7 @@ impl CpuWeights {
         let mut out = vec![0f32; x.len() / cols.max(1) * rows];
         match self {
             Self::Blocks(w) => {
-                let x = QuantizedRows::quantize(x, cols, w.padded_cols(), w.format());
+                let x = QuantizedRows::quantize(x, cols, w.format());
                 kernels::matmul(isa, w, &x, &mut out);
             }
             Self::KQuant(w) => kernels::matmul_kquant(isa, w, &Q8KRows::quantize(x, cols), &mut out),

@@ -5,13 +5,13 @@ use std::sync::Mutex;
 
 use super::{BlockFormat, BLOCK};
 
-/// (rows, cols) activations as blocks of signed 8-bit integers, rows padded to the weights' width.
+/// (rows, cols) activations as blocks of signed 8-bit integers.
 #[derive(Debug, Clone)]
 pub struct QuantizedRows {
     rows: usize,
-    padded_cols: usize,
+    cols: usize,
     format: BlockFormat,
-    /// rows × padded_cols, each in −127..=127.
+    /// rows × cols, each in −127..=127.
     quants: Vec<i8>,
     /// rows × blocks.
     scales: Vec<f32>,
@@ -25,20 +25,20 @@ const ROWS_PER_TASK: usize = 16;
 
 impl QuantizedRows {
     /// Quantizes `x` (rows × cols, row-major) exactly as GGUF Q8_0 does (scale = max |x| / 127,
-    /// values rounded half away from zero, the scale kept at f16 precision); `padded_cols` ≥ cols
-    /// is the weights' padded width and `format` theirs (it sets the correction).
-    pub fn quantize(x: &[f32], cols: usize, padded_cols: usize, format: BlockFormat) -> Self {
+    /// values rounded half away from zero, the scale kept at f16 precision); `format` is the
+    /// weights' (it sets the correction).
+    pub fn quantize(x: &[f32], cols: usize, format: BlockFormat) -> Self {
         let offset = format.offset();
-        debug_assert!(cols.is_multiple_of(BLOCK) && padded_cols.is_multiple_of(BLOCK) && padded_cols >= cols);
+        debug_assert!(cols.is_multiple_of(BLOCK));
         let rows = x.len().checked_div(cols).unwrap_or(0);
-        let blocks = padded_cols / BLOCK;
-        let mut quants = vec![0i8; rows * padded_cols];
+        let blocks = cols / BLOCK;
+        let mut quants = vec![0i8; rows * cols];
         let mut scales = vec![0f32; rows * blocks];
         let mut corrections = vec![0i32; rows * blocks];
         let quantize_rows = |chunk: usize, q: &mut [i8], d: &mut [f32], c: &mut [i32]| {
             let first = chunk * ROWS_PER_TASK;
             for (r, ((q, d), c)) in
-                q.chunks_mut(padded_cols).zip(d.chunks_mut(blocks)).zip(c.chunks_mut(blocks)).enumerate()
+                q.chunks_mut(cols).zip(d.chunks_mut(blocks)).zip(c.chunks_mut(blocks)).enumerate()
             {
                 let row = &x[(first + r) * cols..(first + r + 1) * cols];
                 for (b, values) in row.chunks_exact(BLOCK).enumerate() {
@@ -59,7 +59,7 @@ impl QuantizedRows {
         if rows > ROWS_PER_TASK {
             // One lock per chunk, each taken once: disjoint mutable chunks for candle's pool.
             let chunks: Vec<Mutex<_>> = quants
-                .chunks_mut(ROWS_PER_TASK * padded_cols)
+                .chunks_mut(ROWS_PER_TASK * cols)
                 .zip(scales.chunks_mut(ROWS_PER_TASK * blocks))
                 .zip(corrections.chunks_mut(ROWS_PER_TASK * blocks))
                 .map(Mutex::new)
@@ -74,7 +74,7 @@ impl QuantizedRows {
         } else {
             quantize_rows(0, &mut quants, &mut scales, &mut corrections);
         }
-        Self { rows, padded_cols, format, quants, scales, corrections }
+        Self { rows, cols, format, quants, scales, corrections }
     }
 
     /// Number of rows.
@@ -82,9 +82,9 @@ impl QuantizedRows {
         self.rows
     }
 
-    /// Width including padding.
-    pub fn padded_cols(&self) -> usize {
-        self.padded_cols
+    /// Width.
+    pub fn cols(&self) -> usize {
+        self.cols
     }
 
     /// The weight format these rows were quantized for.
@@ -94,22 +94,22 @@ impl QuantizedRows {
 
     /// Value `c` of row `r` and its block's scale (tests and reference).
     pub fn value(&self, r: usize, c: usize) -> (i32, f32) {
-        (self.quants[r * self.padded_cols + c] as i32, self.scales[r * self.padded_cols / BLOCK + c / BLOCK])
+        (self.quants[r * self.cols + c] as i32, self.scales[r * self.cols / BLOCK + c / BLOCK])
     }
 
     /// Row `r`'s values.
     pub(super) fn row_quants(&self, r: usize) -> *const i8 {
-        self.quants[r * self.padded_cols..].as_ptr()
+        self.quants[r * self.cols..].as_ptr()
     }
 
     /// Row `r`'s block scales.
     pub(super) fn row_scales(&self, r: usize) -> *const f32 {
-        self.scales[r * self.padded_cols / BLOCK..].as_ptr()
+        self.scales[r * self.cols / BLOCK..].as_ptr()
     }
 
     /// Row `r`'s block corrections.
     pub(super) fn row_corrections(&self, r: usize) -> *const i32 {
-        self.corrections[r * self.padded_cols / BLOCK..].as_ptr()
+        self.corrections[r * self.cols / BLOCK..].as_ptr()
     }
 }
 

@@ -47,7 +47,7 @@ pub fn decode_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> ca
     let mut out = vec![0f32; b * t * heads * d];
     let out_ptr = super::SharedOut(out.as_mut_ptr());
     candle_core::utils::barrier_pool().execute_chunked(b * heads, |tasks| {
-        let mut scores = vec![0f32; columns];
+        let (mut scores, mut y) = (vec![0f32; columns], vec![0f32; d]);
         for task in tasks {
             let (row, head) = (task / heads, task % heads);
             let kv = head / group;
@@ -67,7 +67,7 @@ pub fn decode_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> ca
                     *s = (*s - max).exp();
                     sum += *s;
                 }
-                let mut y = vec![0f32; d];
+                y.fill(0.0);
                 for (c, s) in scores.iter().enumerate() {
                     let p = s / sum;
                     if p != 0.0 {

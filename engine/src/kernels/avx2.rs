@@ -7,8 +7,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::kquant::TILE;
-use super::{BlockFormat, PackedWeights, QuantizedRows, BLOCK};
+use super::{BlockFormat, PackedWeights, QuantizedRows, BLOCK, TILE};
 
 /// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`; `cols.start` is a multiple of
 /// [`TILE`].

@@ -9,8 +9,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::kquant::TILE;
-use super::{BlockFormat, PackedWeights, QuantizedRows, BLOCK};
+use super::{BlockFormat, PackedWeights, QuantizedRows, BLOCK, TILE};
 
 /// Activation rows per micro-tile.
 const MR: usize = 2;

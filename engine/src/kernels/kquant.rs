@@ -10,10 +10,10 @@
 
 use std::sync::Mutex;
 
+use super::TILE;
+
 /// Values per super-block.
 pub const SUPER_BLOCK: usize = 256;
-/// Weight rows per tile (lanes of a 512-bit register of i32).
-pub const TILE: usize = 16;
 
 /// The K-quant formats the kernels take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,8 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK, TILE};
+use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
+use super::TILE;
 
 /// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`; `cols.start` is a multiple of
 /// [`TILE`].

@@ -27,8 +27,10 @@ pub use activations::QuantizedRows;
 pub use kquant::{KQuantFormat, KQuantWeights, Q8KRows};
 pub use weights::{BlockFormat, PackedWeights};
 
-/// Values per quantization block (both formats).
+/// Values per quantization block (Q8_0, Q5_0).
 pub const BLOCK: usize = 32;
+/// Weight rows per tile of every packed layout (the 32-bit lanes of a 512-bit register).
+pub const TILE: usize = 16;
 
 /// The instruction set a product runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,18 +86,23 @@ const MAX_COLUMNS_PER_TASK: usize = 256;
 /// Runs on candle's CPU thread pool (see [`schedule`]). Panics only on mismatched lengths,
 /// which callers check.
 pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
-    assert_eq!(x.padded_cols(), w.padded_cols(), "activation and weight widths differ");
+    assert_eq!(x.cols(), w.cols(), "activation and weight widths differ");
     assert_eq!(x.format(), w.format(), "activations quantized for another format");
-    schedule(x.rows(), w.rows(), kquant::TILE, out, |rows, cols, out, ld| {
-        // SAFETY: `schedule` hands out disjoint rectangles within `out`.
-        unsafe { run_tile(isa, w, x, rows, cols, out, ld) }
+    schedule(x.rows(), w.rows(), TILE, out, |rows, cols, out, ld| match isa {
+        // SAFETY: `schedule` hands out disjoint rectangles within `out`; the ISA was detected.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512Vnni => unsafe { avx512::tile(w, x, rows, cols, out, ld) },
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { avx2::tile(w, x, rows, cols, out, ld) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
     });
 }
 
 /// `out` (m, n) = `x` (m, k) · `w`ᵀ for K-quant weights `w` (n, k); `out` is overwritten.
 pub fn matmul_kquant(isa: Isa, w: &KQuantWeights, x: &Q8KRows, out: &mut [f32]) {
     assert_eq!(x.cols(), w.cols(), "activation and weight widths differ");
-    schedule(x.rows(), w.rows(), kquant::TILE, out, |rows, cols, out, ld| match isa {
+    schedule(x.rows(), w.rows(), TILE, out, |rows, cols, out, ld| match isa {
         // SAFETY: `schedule` hands out disjoint rectangles within `out`; the ISA was detected.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512Vnni => unsafe { kquant_avx512::tile(w, x, rows, cols, out, ld) },
@@ -147,29 +154,6 @@ impl SharedOut {
     /// The pointer; a method so that closures capture the whole (`Send`) wrapper.
     fn get(self) -> *mut f32 {
         self.0
-    }
-}
-
-/// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`.
-///
-/// # Safety
-/// `out` must be valid for those writes and the instruction set available.
-unsafe fn run_tile(
-    isa: Isa,
-    w: &PackedWeights,
-    x: &QuantizedRows,
-    rows: std::ops::Range<usize>,
-    cols: std::ops::Range<usize>,
-    out: *mut f32,
-    ld: usize,
-) {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni => unsafe { avx512::tile(w, x, rows, cols, out, ld) },
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { avx2::tile(w, x, rows, cols, out, ld) },
-        #[cfg(not(target_arch = "x86_64"))]
-        _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
     }
 }
 

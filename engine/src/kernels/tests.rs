@@ -55,7 +55,7 @@ fn formats(_isa: Isa) -> Vec<BlockFormat> {
 }
 
 fn product(isa: Isa, w: &PackedWeights, x: &[f32], cols: usize) -> (QuantizedRows, Vec<f32>) {
-    let q = QuantizedRows::quantize(x, cols, w.padded_cols(), w.format());
+    let q = QuantizedRows::quantize(x, cols, w.format());
     let mut out = vec![f32::NAN; q.rows() * w.rows()];
     matmul(isa, w, &q, &mut out);
     (q, out)

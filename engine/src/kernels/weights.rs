@@ -2,8 +2,7 @@
 //! consecutive values, the 16 rows' four values side by side (64 bytes), so one `vpdpbusd` with
 //! four broadcast activations gives 16 outputs and no horizontal sums are needed.
 
-use super::kquant::TILE;
-use super::BLOCK;
+use super::{BLOCK, TILE};
 
 /// How a block's 32 integers are stored. Each is kept as an unsigned byte `q = value + offset`,
 /// which `vpdpbusd` multiplies directly; the kernels subtract `offset · Σ activation` per block.
@@ -131,11 +130,6 @@ impl PackedWeights {
 
     /// Input width.
     pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// Input width the activations must have (no padding in this layout).
-    pub fn padded_cols(&self) -> usize {
         self.cols
     }
 
