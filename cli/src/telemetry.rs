@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use codesweep_coordinator::spec::TelemetrySection;
-use codesweep_telemetry::{Telemetry, TelemetryConfig};
+use codesweep_telemetry::{LogFormat, Telemetry, TelemetryConfig};
 use std::time::Duration;
 
 /// Flags turning telemetry on.
@@ -13,6 +13,10 @@ pub struct TelemetryFlags {
     /// spec's `telemetry.otlp_endpoint`, else $OTEL_EXPORTER_OTLP_ENDPOINT; none: telemetry off.
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// Log lines on stderr: `text` (coloured only on a terminal; `NO_COLOR` turns colour off)
+    /// or `json`, one object per line for log collectors.
+    #[arg(long, value_name = "FORMAT", env = "CODESWEEP_LOG_FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
 }
 
 /// The telemetry settings of a command: the flag over the spec's `[telemetry]` over the
@@ -33,6 +37,7 @@ pub fn telemetry_config(role: &str, flags: &TelemetryFlags, section: Option<&Tel
     if let Some(endpoint) = flags.otlp_endpoint.as_ref().filter(|e| !e.is_empty()) {
         config.endpoint = Some(endpoint.clone());
     }
+    config.log_format = flags.log_format;
     config
 }
 
@@ -61,7 +66,7 @@ mod tests {
         let config = telemetry_config("run", &TelemetryFlags::default(), Some(&section));
         assert_eq!(config.endpoint.as_deref(), Some("http://spec:4317"));
         assert_eq!((config.service_name.as_str(), config.export_interval), ("sweeps", Duration::from_millis(500)));
-        let flags = TelemetryFlags { otlp_endpoint: Some("http://flag:4317".into()) };
+        let flags = TelemetryFlags { otlp_endpoint: Some("http://flag:4317".into()), ..TelemetryFlags::default() };
         assert_eq!(telemetry_config("run", &flags, Some(&section)).endpoint.as_deref(), Some("http://flag:4317"));
         assert_eq!(telemetry_config("worker", &flags, None).role, "worker");
     }

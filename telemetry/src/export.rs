@@ -34,6 +34,33 @@ pub enum TelemetryError {
     },
 }
 
+/// How log lines on stderr are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines; coloured only when stderr is a terminal and `NO_COLOR` is unset.
+    #[default]
+    Text,
+    /// One JSON object per line (timestamp, level, target, fields, spans), for log collectors.
+    Json,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            other => Err(format!("unknown log format {other:?}; expected text or json")),
+        }
+    }
+}
+
+/// Whether text logs should carry ANSI colours: only on a terminal, and not under `NO_COLOR`.
+pub fn colour_logs(stderr_is_terminal: bool) -> bool {
+    stderr_is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Where and how to export; `endpoint: None` means telemetry is off.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TelemetryConfig {
@@ -45,6 +72,8 @@ pub struct TelemetryConfig {
     pub export_interval: Duration,
     /// What this process is (`run`, `coordinator`, `worker`): the `codesweep.role` attribute.
     pub role: String,
+    /// How log lines are written.
+    pub log_format: LogFormat,
 }
 
 /// The standard variable naming the collector.
@@ -62,6 +91,7 @@ impl TelemetryConfig {
             service_name: var("OTEL_SERVICE_NAME").unwrap_or_else(|| "codesweep".into()),
             export_interval: Duration::from_millis(interval.unwrap_or(10_000)),
             role: role.to_string(),
+            log_format: LogFormat::Text,
         }
     }
 
@@ -114,7 +144,22 @@ impl Drop for Telemetry {
 pub fn init(config: &TelemetryConfig, default_level: &str) -> Result<Telemetry, TelemetryError> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter);
+    use std::io::IsTerminal;
+    let logs: Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync> = match config.log_format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(colour_logs(std::io::stderr().is_terminal()))
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_filter(filter)
+            .boxed(),
+    };
     let endpoint = config.endpoint.as_deref().filter(|_| !TelemetryConfig::disabled_by_env());
     let Some(endpoint) = endpoint else {
         let _ = tracing_subscriber::registry().with(logs).try_init();
