@@ -42,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
     let service = CoordinatorService::new(CoordinatorOptions {
         heartbeat_interval: Duration::from_millis(500),
         exit_when_done: true,
+        ..Default::default()
     });
     let spans = service.clone();
     let result = runtime.block_on(sweep(args, spec, workers, service));

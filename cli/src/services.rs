@@ -41,6 +41,10 @@ pub struct CoordinatorArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Seconds a run's hold outlives this coordinator's last renewal: another coordinator
+    /// refuses the run until then (renewed every third of it; released on a clean exit).
+    #[arg(long, default_value_t = 30.0)]
+    hold_seconds: f64,
     #[command(flatten)]
     telemetry: TelemetryFlags,
 }
@@ -58,20 +62,30 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
     let options = CoordinatorOptions {
         heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
         exit_when_done: args.exit_when_done,
+        hold_ttl: Duration::from_secs_f64(args.hold_seconds.max(0.1)),
     };
     let service = CoordinatorService::new(options);
     let spans = service.clone();
     let result = runtime.block_on(async move {
+        // Bound first: the address names this coordinator in the holds it takes on runs.
+        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
+        let address = listener.local_addr().context("no local address")?;
+        service.set_listen_address(address);
         for store in &args.store {
             let runs = service.recover(store).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
             tracing::info!(store = %store, runs = ?runs, "recovered runs from the store");
         }
         if let Some(spec) = &submitted {
-            let answer = service.submit(spec, false).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
+            let answer = match service.submit(spec, false).await {
+                Ok(answer) => answer,
+                Err(status) => {
+                    // Runs recovered above must not stay held by a coordinator that never served.
+                    service.release_holds().await;
+                    anyhow::bail!("{}", status.message());
+                }
+            };
             eprintln!("submitted run {} ({} shards, {} already done)", answer.run_id, answer.shards, answer.already_done);
         }
-        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
-        let address = listener.local_addr().context("no local address")?;
         // Signals are caught before anyone learns our address.
         let mut stop = stop_on_signals();
         // The first line of stdout, for scripts and tests that start us on port 0.

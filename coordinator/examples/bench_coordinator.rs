@@ -106,7 +106,7 @@ async fn one_run(data: &Path, args: &Args, run: usize) -> Result<(f64, f64), Str
     );
     let spec = SweepSpec::parse_with_env("bench.toml", &text, codesweep_coordinator::spec::SpecFormat::Toml, false)
         .map_err(|e| e.to_string())?;
-    let service = CoordinatorService::new(CoordinatorOptions { heartbeat_interval: Duration::from_secs(2), exit_when_done: true });
+    let service = CoordinatorService::new(CoordinatorOptions { heartbeat_interval: Duration::from_secs(2), exit_when_done: true, ..Default::default() });
     let planned = Instant::now();
     service.submit(&spec, false).await.map_err(|s| s.message().to_string())?;
     let plan_seconds = planned.elapsed().as_secs_f64();

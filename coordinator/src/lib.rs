@@ -4,6 +4,8 @@
 //!   overrides `CODESWEEP__SECTION__KEY`), validated before anything runs.
 //! - [`plan`]: expands a spec into self-contained shard inputs written once to the store.
 //! - [`schedule`]: leases with TTLs, retries with backoff, model affinity — pure state, no I/O.
+//! - [`holds`]: the runs this coordinator holds in their stores, so no second coordinator
+//!   serves them at the same time.
 //! - [`service`]: the gRPC `Coordinator` service over the schedule and the store.
 //! - `run_span`: the `run` telemetry span of each run, handed to workers as a traceparent.
 //! - [`report`]: merges shard results into the papers' tables and official-format exports.
@@ -11,6 +13,7 @@
 //! The store is the source of truth: a restarted coordinator reloads every unfinished run's
 //! plan and counts a shard done exactly when its result object exists.
 
+pub mod holds;
 pub mod plan;
 pub mod report;
 mod run_span;

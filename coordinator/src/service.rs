@@ -19,6 +19,7 @@ use tonic::{Request, Response, Status};
 
 use codesweep_proto::auth::RequireToken;
 use codesweep_proto::tls::ServerTls;
+use crate::holds::{RunHolds, DEFAULT_HOLD_TTL};
 use crate::plan::{load_plan, load_spec, plan_run, Plan, PlanError};
 use crate::report::{done_shards, failed_shards};
 use crate::run_span::RunSpans;
@@ -32,11 +33,13 @@ pub struct CoordinatorOptions {
     pub heartbeat_interval: Duration,
     /// Tell idle workers to exit once every run has ended (local runs, batch jobs).
     pub exit_when_done: bool,
+    /// How long this coordinator's hold on a run outlives its last renewal.
+    pub hold_ttl: Duration,
 }
 
 impl Default for CoordinatorOptions {
     fn default() -> Self {
-        Self { heartbeat_interval: Duration::from_secs(2), exit_when_done: false }
+        Self { heartbeat_interval: Duration::from_secs(2), exit_when_done: false, hold_ttl: DEFAULT_HOLD_TTL }
     }
 }
 
@@ -48,6 +51,7 @@ pub struct CoordinatorService {
     options: CoordinatorOptions,
     default_ttl: Duration,
     run_spans: RunSpans,
+    holds: RunHolds,
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
@@ -68,10 +72,47 @@ impl CoordinatorService {
         Self {
             schedule: Arc::new(Mutex::new(Schedule::new())),
             stores: Arc::default(),
+            holds: RunHolds::new(options.hold_ttl),
             options,
             default_ttl: Duration::from_secs(60),
             run_spans: RunSpans::default(),
         }
+    }
+
+    /// Records the address this coordinator serves on: it names the coordinator in the holds
+    /// it takes on runs (set before submitting or recovering, so a refusal can name it).
+    pub fn set_listen_address(&self, address: SocketAddr) {
+        self.holds.set_address(&address.to_string());
+    }
+
+    /// Takes the hold of a run before serving it; refuses when another coordinator holds it.
+    async fn take_hold(&self, store: &RunStore, run_id: &str) -> Result<(), Status> {
+        self.holds.take(store, run_id).await.map_err(|e| match e {
+            codesweep_store::hold::HoldError::Store(e) => internal(e),
+            other => Status::failed_precondition(other.to_string()),
+        })
+    }
+
+    /// Renews the holds of running runs and releases those of ended ones, every third of the
+    /// hold's length, until the task is dropped. A run whose hold another coordinator took is
+    /// cancelled here (no more leases), since that one serves it now.
+    pub async fn keep_holds(self) {
+        loop {
+            tokio::time::sleep(self.holds.renew_interval()).await;
+            let ended = |run: &str| {
+                self.schedule.lock().ok().and_then(|s| s.status(run, Instant::now())).is_none_or(|s| s.state != RunState::Running as i32)
+            };
+            for run in self.holds.renew_all(ended).await {
+                if let Ok(mut schedule) = self.schedule.lock() {
+                    schedule.cancel(&run);
+                }
+            }
+        }
+    }
+
+    /// Releases every hold (the coordinator stops).
+    pub async fn release_holds(&self) {
+        self.holds.release_all().await;
     }
 
     fn schedule(&self) -> Result<MutexGuard<'_, Schedule>, Status> {
@@ -92,6 +133,7 @@ impl CoordinatorService {
     /// `retry_failed`: shards with a final failure record are queued again.
     pub async fn submit(&self, spec: &SweepSpec, retry_failed: bool) -> Result<SubmitRunResponse, Status> {
         let store = self.store(&spec.run.store)?;
+        self.take_hold(&store, &spec.run.name).await?;
         let plan = plan_run(spec, &store).await.map_err(|e| match e {
             PlanError::Store(e) => internal(e),
             other => Status::failed_precondition(other.to_string()),
@@ -114,6 +156,11 @@ impl CoordinatorService {
         for key in store.list("").await.map_err(internal)? {
             let Some(run_id) = key.strip_suffix("/spec.json").filter(|r| !r.contains('/')) else { continue };
             let layout = RunLayout::new(run_id);
+            if let Err(e) = self.holds.take(&store, run_id).await {
+                // Another live coordinator serves it (or the hold is unreadable): leave it be.
+                tracing::warn!(store = %url, run = %run_id, error = %e, "not recovering a run");
+                continue;
+            }
             let (Some(spec), Some(plan)) = (
                 load_spec(&store, &layout).await.map_err(internal)?,
                 load_plan(&store, &layout).await.map_err(internal)?,
@@ -355,7 +402,7 @@ impl Coordinator for CoordinatorService {
 }
 
 /// Serves `service` on `listener` until `shutdown` resolves; with `tls`, only TLS connections
-/// are accepted.
+/// are accepted. The service's run holds are renewed meanwhile and released at the end.
 pub async fn serve(
     service: CoordinatorService,
     listener: tokio::net::TcpListener,
@@ -363,14 +410,22 @@ pub async fn serve(
     tls: Option<&ServerTls>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
+    if let Ok(address) = listener.local_addr() {
+        service.set_listen_address(address);
+    }
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls {
         builder = builder.tls_config(tls.config())?;
     }
-    builder
+    let holds = service.clone();
+    let renewals = tokio::spawn(service.clone().keep_holds());
+    let served = builder
         .add_service(service.into_server(token))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
-        .await
+        .await;
+    renewals.abort();
+    holds.release_holds().await;
+    served
 }
 
 /// Binds a listener, e.g. `127.0.0.1:0` for a free loopback port.

@@ -65,7 +65,7 @@ async fn restart_recovers_from(dir: &std::path::Path, store_url: &str) {
     store.put(&layout.failure("m/cceval/python/in_file/0001"), "{\"error\":\"boom\"}".into()).await.unwrap();
     drop(first);
 
-    let second = CoordinatorService::new(CoordinatorOptions { heartbeat_interval: Duration::from_millis(100), exit_when_done: true });
+    let second = CoordinatorService::new(CoordinatorOptions { heartbeat_interval: Duration::from_millis(100), exit_when_done: true, ..Default::default() });
     assert_eq!(second.recover(store.url()).await.unwrap(), vec!["rec".to_string()]);
     let status = second.run_status("rec").unwrap();
     assert_eq!((status.shards_done, status.shards_failed, status.shards_total), (1, 1, 3));

@@ -3,6 +3,7 @@
 //! ```text
 //! <run>/spec.json                      the sweep spec as resolved (file + environment)
 //! <run>/plan.json                      every shard: id, model, benchmark, language, setting, size
+//! <run>/coordinator.json               the hold of the coordinator serving the run (renewed; expires)
 //! <run>/inputs/<shard id>.jsonl        self-contained shard input (header line + examples)
 //! <run>/shards/<shard id>.jsonl        shard result, written once by the worker that finished it
 //! <run>/failures/<shard id>.json       the last error of a shard that ran out of attempts
@@ -32,6 +33,11 @@ impl RunLayout {
     /// The submitted spec.
     pub fn spec(&self) -> String {
         format!("{}/spec.json", self.run_id)
+    }
+
+    /// The hold naming the coordinator that serves the run (see [`crate::hold`]).
+    pub fn hold(&self) -> String {
+        format!("{}/coordinator.json", self.run_id)
     }
 
     /// The plan listing every shard.

@@ -7,10 +7,11 @@
 //! that layout and the record formats; it knows nothing about gRPC or models.
 
 mod error;
+pub mod hold;
 mod layout;
 pub mod records;
 mod store;
 
 pub use error::StoreError;
 pub use layout::{shard_id, validate_name, RunLayout};
-pub use store::{RunStore, WriteOutcome};
+pub use store::{ReplaceOutcome, RunStore, WriteOutcome};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures::{StreamExt, TryStreamExt};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use crate::error::StoreError;
 
@@ -18,6 +18,17 @@ pub enum WriteOutcome {
     Created,
     /// The object existed already; it was left as it was.
     AlreadyExists,
+}
+
+/// What a conditional replace did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplaceOutcome {
+    /// The object was still at the version given and now holds the new contents.
+    Replaced,
+    /// The object changed (or vanished) since it was read; nothing was written.
+    Changed,
+    /// The store cannot replace conditionally; nothing was written.
+    Unsupported,
 }
 
 /// An object store opened from a URL, with keys relative to the URL's path.
@@ -128,6 +139,49 @@ impl RunStore {
             Err(object_store::Error::NotImplemented) => {
                 Err(StoreError::NoConditionalCreate { url: self.url.clone(), key: key.to_string() })
             }
+            Err(e) => Err(Self::object_error(key, e)),
+        }
+    }
+
+    /// Reads an object with its version (e-tag), for a later [`RunStore::put_if_unchanged`];
+    /// `None` when it does not exist.
+    pub async fn get_versioned(&self, key: &str) -> Result<Option<(String, UpdateVersion)>, StoreError> {
+        let result = match self.store.get(&self.path(key)).await {
+            Ok(result) => result,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(Self::object_error(key, e)),
+        };
+        let version = UpdateVersion { e_tag: result.meta.e_tag.clone(), version: result.meta.version.clone() };
+        let bytes = result.bytes().await.map_err(|e| Self::object_error(key, e))?;
+        let text = String::from_utf8(bytes.to_vec())
+            .map_err(|e| StoreError::Format { key: key.to_string(), line: 0, message: format!("not UTF-8: {e}") })?;
+        Ok(Some((text, version)))
+    }
+
+    /// Replaces an object only if it is still at `version` (compare-and-swap: on S3 a PUT with
+    /// `If-Match`). Stores without conditional updates (local files) get `Unsupported` and
+    /// nothing is written.
+    pub async fn put_if_unchanged(
+        &self,
+        key: &str,
+        text: String,
+        version: &UpdateVersion,
+    ) -> Result<ReplaceOutcome, StoreError> {
+        let options = PutOptions { mode: PutMode::Update(version.clone()), ..PutOptions::default() };
+        match self.store.put_opts(&self.path(key), PutPayload::from(text), options).await {
+            Ok(_) => Ok(ReplaceOutcome::Replaced),
+            Err(object_store::Error::Precondition { .. }) | Err(object_store::Error::NotFound { .. }) => {
+                Ok(ReplaceOutcome::Changed)
+            }
+            Err(object_store::Error::NotImplemented) => Ok(ReplaceOutcome::Unsupported),
+            Err(e) => Err(Self::object_error(key, e)),
+        }
+    }
+
+    /// Deletes an object; deleting one that does not exist is not an error.
+    pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        match self.store.delete(&self.path(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(Self::object_error(key, e)),
         }
     }
