@@ -342,3 +342,58 @@ fn http_backend_retries_429_and_5xx_with_backoff_but_not_400() {
     assert!(err.contains("HTTP 400") && err.contains("injected 400"), "{err}");
     assert_eq!(proxy.attempts.load(Ordering::SeqCst), 1);
 }
+
+/// POSTs a raw body; returns the status and the JSON answer.
+fn post_raw(url: &str, body: &[u8]) -> (u16, serde_json::Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut response = agent.post(url).header("content-type", "application/json").send(body).unwrap();
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+}
+
+#[test]
+fn serve_refuses_requests_that_would_hold_it_and_stays_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_model(dir.path());
+    let server = serve(&model, &["--max-n", "4", "--max-body-mib", "1"], &[]);
+    let completions = format!("{}/completions", server.url);
+    let message = |answer: &serde_json::Value| answer["error"]["message"].as_str().unwrap_or_default().to_string();
+    let refused = [
+        (r#"{"prompt": "def f(", "max_tokens": -1}"#.to_string(), "`max_tokens` must be a positive integer"),
+        (r#"{"prompt": "def f(", "max_tokens": 0}"#.to_string(), "`max_tokens` must be a positive integer"),
+        (r#"{"prompt": "def f(", "max_tokens": 1000000000}"#.to_string(), "maximum context length"),
+        (r#"{"prompt": "def f(", "n": 1000, "temperature": 1.0}"#.to_string(), "`n` is 1000"),
+        (format!(r#"{{"prompt": "def f(", "stop": {}}}"#, serde_json::json!((0..1000).map(|i| format!("s{i}")).collect::<Vec<_>>())), "1000 strings"),
+        (r#"{"prompt": "def f(", "#.to_string(), "the body is not JSON"),
+        (format!(r#"{{"prompt": "{}", "max_tokens": 4}}"#, "x = 1\\n".repeat(20_000)), "maximum context length"),
+    ];
+    for (body, expected) in &refused {
+        let (status, answer) = post_raw(&completions, body.as_bytes());
+        assert_eq!(status, 400, "{expected}: {answer}");
+        assert!(message(&answer).contains(expected), "{expected}: {answer}");
+    }
+    // Over the body limit: refused unread.
+    let (status, answer) = post_raw(&completions, format!(r#"{{"prompt": "{}"}}"#, "a".repeat(2 << 20)).as_bytes());
+    assert_eq!(status, 413, "{answer}");
+    // Invalid UTF-8 is named, not a crash.
+    let (status, answer) = post_raw(&completions, b"{\"prompt\": \"\xff\xfe\"}");
+    assert!(status == 400 && message(&answer).contains("not UTF-8"), "{answer}");
+    // A lone surrogate, as Python's json module sends it, reads as U+FFFD.
+    let (status, answer) = post_raw(&completions, br#"{"prompt": "def f(\ud800", "max_tokens": 2, "temperature": 0}"#);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["usage"]["completion_tokens"].as_u64().map(|n| n <= 2), Some(true), "{answer}");
+    // Many concurrent requests: every one is answered, and the server is still up after.
+    let answered: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..64)
+            .map(|i| {
+                let url = completions.clone();
+                scope.spawn(move || post_raw(&url, format!(r#"{{"prompt": "def f{i}(", "max_tokens": 2, "temperature": 0}}"#).as_bytes()).0)
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(answered.iter().all(|&s| s == 200), "{answered:?}");
+    let (status, _) = post_raw(&completions, br#"{"prompt": "def g(", "max_tokens": 2, "temperature": 0}"#);
+    assert_eq!(status, 200);
+}

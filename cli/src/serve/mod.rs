@@ -5,11 +5,16 @@
 //! thread, which takes every job waiting and generates for all of them at once. Embedding
 //! requests run on the HTTP threads.
 
+mod disconnect;
 mod openai;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::Duration;
+
+use disconnect::Connection;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args as ClapArgs;
@@ -53,6 +58,18 @@ pub struct Args {
     /// Return L2-normalised embeddings.
     #[arg(long)]
     normalize_embeddings: bool,
+    /// Most samples one request may ask for (`n`); more gets a 400.
+    #[arg(long, default_value_t = 16)]
+    max_n: usize,
+    /// Most stop strings one request may carry; more gets a 400.
+    #[arg(long, default_value_t = 64)]
+    max_stop: usize,
+    /// Most prompts in one completions request; more gets a 400.
+    #[arg(long, default_value_t = 64)]
+    max_prompts: usize,
+    /// Largest request body in MiB; a larger one gets a 413 unread.
+    #[arg(long, default_value_t = 16)]
+    max_body_mib: usize,
 }
 
 struct Job {
@@ -71,6 +88,12 @@ struct Service {
     /// The embedder and its served name.
     embedder: Option<(Arc<Embedder>, String)>,
     api_key: Option<String>,
+    /// What one generation request may ask for.
+    limits: openai::Limits,
+    /// Largest body read, in bytes.
+    max_body: usize,
+    /// The port the server listens on, to find a request's connection.
+    port: u16,
 }
 
 fn dir_name(path: &Path) -> String {
@@ -114,16 +137,25 @@ pub fn run(args: Args) -> Result<()> {
         Some(var) => Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?),
         None => None,
     };
+    let server = tiny_http::Server::http((args.host.as_str(), args.port))
+        .map_err(|e| anyhow!("cannot listen on {}:{}: {e}", args.host, args.port))?;
+    let addr = server.server_addr().to_ip().context("the server has no IP address")?;
+    let limits = openai::Limits {
+        context: model.as_ref().map_or(0, |m| m.config.max_positions),
+        max_n: args.max_n.max(1),
+        max_stop: args.max_stop,
+        max_prompts: args.max_prompts.max(1),
+    };
     let service = Arc::new(Service {
         generator: model.as_ref().map(|_| name.clone()),
         tokenizer: model.as_ref().map(|m| m.tokenizer.clone()),
         chat,
         embedder,
         api_key,
+        limits,
+        max_body: args.max_body_mib.max(1).saturating_mul(1 << 20),
+        port: addr.port(),
     });
-    let server = tiny_http::Server::http((args.host.as_str(), args.port))
-        .map_err(|e| anyhow!("cannot listen on {}:{}: {e}", args.host, args.port))?;
-    let addr = server.server_addr().to_ip().context("the server has no IP address")?;
     // Machine-readable first line, for scripts and tests that start the server on port 0.
     println!("listening on http://{addr}");
     match (&model, &service.embedder) {
@@ -229,13 +261,26 @@ fn handle(mut rq: tiny_http::Request, jobs: &mpsc::Sender<Job>, service: &Servic
     if !["/v1/completions", "/v1/chat/completions", "/v1/embeddings"].contains(&url.as_str()) {
         return error(rq, 404, &format!("no route for {url}; this server has {ROUTES}"));
     }
-    let mut body = String::new();
-    if std::io::Read::read_to_string(rq.as_reader(), &mut body).is_err() {
-        return error(rq, 400, "the body is not UTF-8");
+    let too_large = || format!("the body is over {} MiB (--max-body-mib)", service.max_body >> 20);
+    if rq.body_length().is_some_and(|n| n > service.max_body) {
+        return error(rq, 413, &too_large());
     }
+    let mut raw = Vec::new();
+    let read = std::io::Read::read_to_end(&mut std::io::Read::take(rq.as_reader(), service.max_body as u64 + 1), &mut raw);
+    if read.is_err() {
+        return error(rq, 400, "the body could not be read");
+    }
+    if raw.len() > service.max_body {
+        return error(rq, 413, &too_large());
+    }
+    let body = match String::from_utf8(raw) {
+        Ok(body) => body,
+        Err(e) => return error(rq, 400, &format!("the body is not UTF-8: invalid byte at offset {}", e.utf8_error().valid_up_to())),
+    };
+    let connection = rq.remote_addr().map(|&client| Connection { server_port: service.port, client });
     let answer = match url.as_str() {
-        "/v1/completions" => completions(&body, jobs, service),
-        "/v1/chat/completions" => chat(&body, jobs, service),
+        "/v1/completions" => completions(&body, jobs, service, connection),
+        "/v1/chat/completions" => chat(&body, jobs, service, connection),
         _ => embeddings(&body, service),
     };
     match answer {
@@ -250,37 +295,69 @@ fn bad(message: String) -> (u16, String) {
     (400, message)
 }
 
-/// Hands `requests` to the engine thread and waits for the completions.
-fn generate(jobs: &mpsc::Sender<Job>, requests: Vec<Request>) -> Result<Vec<Completion>, (u16, String)> {
+/// How often a waiting request checks that its client is still there.
+const CLIENT_CHECK: Duration = Duration::from_millis(200);
+
+/// Hands `requests` to the engine thread and waits for the completions. When the client
+/// disconnects meanwhile, its sequences stop at their next token (the batch's other requests
+/// go on) and the answer is dropped.
+fn generate(
+    jobs: &mpsc::Sender<Job>,
+    requests: Vec<Request>,
+    connection: Option<Connection>,
+) -> Result<Vec<Completion>, (u16, String)> {
+    let gone = Arc::new(AtomicBool::new(false));
+    let requests = requests
+        .into_iter()
+        .map(|r| {
+            let gone = gone.clone();
+            let stop_when_gone = move |text: &str| gone.load(Ordering::Relaxed).then_some(text.len());
+            Request { predicate: Some(Arc::new(stop_when_gone)), ..r }
+        })
+        .collect();
     let (tx, rx) = mpsc::channel();
     if jobs.send(Job { requests, reply: tx }).is_err() {
         return Err((503, "the engine has stopped".into()));
     }
-    match rx.recv() {
-        Ok(Ok(cs)) => Ok(cs),
-        Ok(Err(m)) => Err(bad(m)),
-        Err(_) => Err((500, "the engine failed".into())),
+    loop {
+        match rx.recv_timeout(CLIENT_CHECK) {
+            Ok(Ok(cs)) => return Ok(cs),
+            Ok(Err(m)) => return Err(bad(m)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err((500, "the engine failed".into())),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Some(c) = connection.filter(|c| !gone.load(Ordering::Relaxed) && !c.client_connected()) {
+                    eprintln!("client {} disconnected; stopping its generation", c.client);
+                    gone.store(true, Ordering::Relaxed);
+                }
+            }
+        }
     }
 }
 
-fn completions(body: &str, jobs: &mpsc::Sender<Job>, service: &Service) -> Answer {
-    let Some(name) = &service.generator else {
+/// Counts a prompt's tokens as the engine will.
+fn prompt_tokens(tokenizer: &TextTokenizer) -> impl Fn(&str) -> Result<usize, String> + '_ {
+    move |prompt| tokenizer.encode(prompt).map(|ids| ids.len()).map_err(|e| format!("cannot tokenize the prompt: {e}"))
+}
+
+fn completions(body: &str, jobs: &mpsc::Sender<Job>, service: &Service, connection: Option<Connection>) -> Answer {
+    let (Some(name), Some(tokenizer)) = (&service.generator, &service.tokenizer) else {
         return Err(bad("this server has no generator (the model is an encoder); it serves POST /v1/embeddings".into()));
     };
     let v = openai::body_json(body).map_err(bad)?;
-    let requests = openai::requests(&v, openai::completion_prompts(&v).map_err(bad)?).map_err(bad)?;
-    Ok(openai::completion_response(name, &generate(jobs, requests)?))
+    let prompts = openai::completion_prompts(&v).map_err(bad)?;
+    let requests = openai::requests(&v, prompts, &service.limits, prompt_tokens(tokenizer)).map_err(bad)?;
+    Ok(openai::completion_response(name, &generate(jobs, requests, connection)?))
 }
 
-fn chat(body: &str, jobs: &mpsc::Sender<Job>, service: &Service) -> Answer {
+fn chat(body: &str, jobs: &mpsc::Sender<Job>, service: &Service, connection: Option<Connection>) -> Answer {
     let template = service.chat.as_ref().map_err(|m| bad(m.clone()))?;
     let (Some(name), Some(tokenizer)) = (&service.generator, &service.tokenizer) else {
         return Err(bad("this server has no generator".into()));
     };
     let v = openai::body_json(body).map_err(bad)?;
     let prompt = template.render(&openai::chat_messages(&v).map_err(bad)?).map_err(|e| bad(e.to_string()))?;
-    let requests = openai::requests(&v, vec![prompt]).map_err(bad)?;
-    Ok(openai::chat_response(name, &generate(jobs, requests)?, tokenizer))
+    let requests = openai::requests(&v, vec![prompt], &service.limits, prompt_tokens(tokenizer)).map_err(bad)?;
+    Ok(openai::chat_response(name, &generate(jobs, requests, connection)?, tokenizer))
 }
 
 fn embeddings(body: &str, service: &Service) -> Answer {

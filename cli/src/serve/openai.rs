@@ -6,30 +6,141 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use codesweep_engine::{ChatMessage, Completion, Request, Sampling, StopReason, TextTokenizer};
 use serde_json::{json, Value};
 
-/// Parses a JSON body.
+/// Parses a JSON body. Lone UTF-16 surrogate escapes (`"\ud800"`, which Python's `json`
+/// writes for unpaired surrogates) become U+FFFD, as Python reads them into text it cannot
+/// encode either; JSON's own errors are reported with their line and column.
 pub fn body_json(body: &str) -> Result<Value, String> {
-    serde_json::from_str(body).map_err(|e| format!("the body is not JSON: {e}"))
+    serde_json::from_str(&replace_lone_surrogates(body)).map_err(|e| format!("the body is not JSON: {e}"))
+}
+
+/// Rewrites `\uD800`–`\uDFFF` escapes that are not a high–low pair to `\uFFFD`, inside
+/// strings only; everything else is copied as is.
+fn replace_lone_surrogates(body: &str) -> std::borrow::Cow<'_, str> {
+    if !body.contains("\\u") {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let bytes = body.as_bytes();
+    let hex4 = |at: usize| -> Option<u16> {
+        let digits = body.get(at..at + 4)?;
+        u16::from_str_radix(digits, 16).ok().filter(|_| digits.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    let escape_at = |at: usize| -> Option<u16> {
+        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u')).then(|| hex4(at + 2)).flatten()
+    };
+    let mut out = String::with_capacity(body.len());
+    let (mut in_string, mut copied, mut i) = (false, 0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                in_string = !in_string;
+                i += 1;
+            }
+            b'\\' if in_string => match escape_at(i) {
+                Some(0xD800..=0xDBFF) if matches!(escape_at(i + 6), Some(0xDC00..=0xDFFF)) => i += 12,
+                Some(0xD800..=0xDFFF) => {
+                    out.push_str(&body[copied..i]);
+                    out.push_str("\\uFFFD");
+                    i += 6;
+                    copied = i;
+                }
+                _ => i += 2,
+            },
+            _ => i += 1,
+        }
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    out.push_str(&body[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// What one request may ask for, so no single request can hold the server for long.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The model's context length: prompt tokens plus `max_tokens` must fit in it.
+    pub context: usize,
+    /// Most samples per prompt (`n`).
+    pub max_n: usize,
+    /// Most stop strings.
+    pub max_stop: usize,
+    /// Most prompts in one completions request.
+    pub max_prompts: usize,
+}
+
+/// A positive integer field, or `default` when absent or null.
+fn positive(v: &Value, field: &str, default: usize) -> Result<usize, String> {
+    match &v[field] {
+        Value::Null => Ok(default),
+        x => x
+            .as_u64()
+            .filter(|&n| n >= 1)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| format!("`{field}` must be a positive integer, got {x}")),
+    }
 }
 
 /// The generation settings completions and chat share: `max_tokens`, `temperature`, `top_p`,
-/// `n`, `seed`, `stop`. Each prompt becomes one request whose id is its index.
-pub fn requests(v: &Value, prompts: Vec<String>) -> Result<Vec<Request>, String> {
-    let max_tokens = v["max_tokens"].as_u64().or_else(|| v["max_completion_tokens"].as_u64()).unwrap_or(16) as usize;
-    let temperature = v["temperature"].as_f64().unwrap_or(1.0);
-    let top_p = v["top_p"].as_f64().unwrap_or(1.0);
-    let n = v["n"].as_u64().unwrap_or(1).max(1) as usize;
+/// `n`, `seed`, `stop`, checked against `limits`; `prompt_tokens` counts a prompt's tokens.
+/// Each prompt becomes one request whose id is its index.
+pub fn requests(
+    v: &Value,
+    prompts: Vec<String>,
+    limits: &Limits,
+    prompt_tokens: impl Fn(&str) -> Result<usize, String>,
+) -> Result<Vec<Request>, String> {
+    let max_tokens = match v["max_tokens"] {
+        Value::Null => positive(v, "max_completion_tokens", 16)?,
+        _ => positive(v, "max_tokens", 16)?,
+    };
+    let temperature = match &v["temperature"] {
+        Value::Null => 1.0,
+        x => x.as_f64().ok_or_else(|| format!("`temperature` must be a number, got {x}"))?,
+    };
+    let top_p = match &v["top_p"] {
+        Value::Null => 1.0,
+        x => x.as_f64().ok_or_else(|| format!("`top_p` must be a number, got {x}"))?,
+    };
+    let n = positive(v, "n", 1)?;
+    if n > limits.max_n {
+        return Err(format!("`n` is {n}; this server gives at most {} samples per prompt (--max-n)", limits.max_n));
+    }
     let seed = v["seed"].as_u64().unwrap_or(0);
     let stop: Vec<String> = match &v["stop"] {
+        Value::Null => Vec::new(),
         Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect(),
-        _ => Vec::new(),
+        Value::Array(a) => a
+            .iter()
+            .map(|s| s.as_str().map(str::to_string).ok_or_else(|| "`stop` must be a string or a list of strings".to_string()))
+            .collect::<Result<_, _>>()?,
+        _ => return Err("`stop` must be a string or a list of strings".into()),
     };
-    if temperature < 0.0 {
+    if stop.len() > limits.max_stop {
+        return Err(format!("`stop` has {} strings; at most {} are accepted", stop.len(), limits.max_stop));
+    }
+    if !(temperature >= 0.0 && temperature.is_finite()) {
         return Err("`temperature` must be ≥ 0".into());
     }
     let sampling = if temperature == 0.0 { Sampling::Greedy } else { Sampling::Nucleus { temperature, top_p, seed } };
     if sampling == Sampling::Greedy && n > 1 {
         return Err("`n` > 1 needs `temperature` > 0".into());
+    }
+    if prompts.len() > limits.max_prompts {
+        return Err(format!("{} prompts in one request; at most {} are accepted", prompts.len(), limits.max_prompts));
+    }
+    for prompt in &prompts {
+        let tokens = prompt_tokens(prompt)?;
+        if tokens == 0 {
+            return Err("the prompt encodes to no tokens".into());
+        }
+        if tokens + max_tokens > limits.context {
+            return Err(format!(
+                "This model's maximum context length is {} tokens. However, you requested {} tokens ({tokens} in the \
+                 prompt, {max_tokens} in the completion). Please reduce the length of the prompt or `max_tokens`.",
+                limits.context,
+                tokens + max_tokens
+            ));
+        }
     }
     Ok(prompts
         .into_iter()
@@ -195,5 +306,53 @@ mod tests {
         assert!(chat_messages(&v).unwrap_err().contains("only text parts"));
         assert!(embedding_inputs(&json!({"input": [[1, 2]]})).unwrap_err().contains("token-id"));
         assert!(embedding_inputs(&json!({"input": []})).is_err());
+    }
+
+    #[test]
+    fn lone_surrogates_read_as_replacement_characters() {
+        // As Python's json.dumps writes them: a lone high, a lone low, a valid pair, an escaped backslash.
+        let v = body_json(r#"{"prompt": "a\ud800b\udc00c\ud83d\ude00d\\ud800", "x\ud800": 1}"#).unwrap();
+        assert_eq!(v["prompt"], "a\u{FFFD}b\u{FFFD}c\u{1F600}d\\ud800");
+        assert_eq!(v["x\u{FFFD}"], 1);
+        let v = body_json(r#"{"prompt": "\ud800"}"#).unwrap();
+        assert_eq!(v["prompt"], "\u{FFFD}");
+        assert!(body_json(r#"{"prompt": "\u12"}"#).unwrap_err().contains("line 1"));
+    }
+
+    fn limits() -> Limits {
+        Limits { context: 100, max_n: 4, max_stop: 3, max_prompts: 2 }
+    }
+
+    fn check(body: Value) -> Result<Vec<Request>, String> {
+        requests(&body, completion_prompts(&body)?, &limits(), |p| Ok(p.len()))
+    }
+
+    /// The error a body gets; panics when it is accepted.
+    fn refused(body: Value) -> String {
+        let shown = body.to_string();
+        check(body).err().unwrap_or_else(|| panic!("accepted: {shown}"))
+    }
+
+    #[test]
+    fn requests_that_would_hold_the_server_are_refused() {
+        for bad in [json!(-1), json!(0), json!(1.5), json!("8")] {
+            let error = refused(json!({"prompt": "abc", "max_tokens": bad}));
+            assert!(error.contains("`max_tokens` must be a positive integer"), "{error}");
+        }
+        let error = refused(json!({"prompt": "abc", "max_tokens": 1_000_000_000u64}));
+        assert!(error.contains("maximum context length is 100 tokens") && error.contains("3 in the prompt"), "{error}");
+        assert!(refused(json!({"prompt": "x".repeat(101), "max_tokens": 1})).contains("maximum context length"));
+        assert_eq!(check(json!({"prompt": "abc", "max_tokens": 97})).unwrap()[0].max_new_tokens, 97);
+        assert!(check(json!({"prompt": "abc", "max_tokens": 98})).is_err());
+        let error = refused(json!({"prompt": "abc", "n": 1000, "temperature": 1}));
+        assert!(error.contains("`n` is 1000") && error.contains("--max-n"), "{error}");
+        assert_eq!(check(json!({"prompt": "abc", "n": 4, "temperature": 1})).unwrap()[0].n, 4);
+        assert!(refused(json!({"prompt": "abc", "n": -2})).contains("`n` must be a positive integer"));
+        let stops: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        assert!(refused(json!({"prompt": "abc", "stop": stops})).contains("1000 strings"));
+        assert!(refused(json!({"prompt": "abc", "stop": [1]})).contains("`stop` must be"));
+        assert!(refused(json!({"prompt": ["a", "b", "c"]})).contains("3 prompts"));
+        assert!(refused(json!({"prompt": "abc", "temperature": "hot"})).contains("`temperature` must be a number"));
+        assert_eq!(check(json!({"prompt": "abc", "max_completion_tokens": 5})).unwrap()[0].max_new_tokens, 5);
     }
 }
