@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The test suite, as CI runs it: fetch the official RepoQA grammars, NLTK's English Punkt
-# tables and the 18 repositories of the retrieval golden vectors (all checksummed and
-# idempotent: ~50 s and ~120 MB under ~/.cache/codesweep the first time, under a second
-# after), then every test of the workspace, golden vectors included (they read
-# ../shared/golden, or $CODESWEEP_GOLDEN). Ends with a total line.
+# tables, the 18 repositories of the retrieval golden vectors and the registry sources of
+# Code Llama's tokenizer (all checksummed and idempotent: ~60 s and ~125 MB under
+# ~/.cache/codesweep the first time, under a second after), then every test of the
+# workspace, golden vectors included (they read ../shared/golden, or $CODESWEEP_GOLDEN).
+# Ends with a total line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/fetch-repoqa-grammars.sh
 scripts/fetch-punkt-english.sh
 scripts/fetch-retrieval-sources.sh
+scripts/fetch-codellama-tokenizer.sh >/dev/null
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e

@@ -44,6 +44,8 @@ data_dir = "{data}"
 dataset = "{repoqa}"
 code_context_size = 64
 max_new_tokens = 8
+# The tiny models' own tokenizer: the official CodeLlama one is fetched from the hub.
+context_tokenizer = "model"
 "#,
         repoqa = data.parent().unwrap().join("repoqa.json").display(),
         store = store.display(),

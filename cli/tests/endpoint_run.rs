@@ -53,6 +53,8 @@ languages = ["python"]
 dataset = "{repoqa}"
 code_context_size = 64
 max_new_tokens = 8
+# The tiny models' own tokenizer: the official CodeLlama one is fetched from the hub.
+context_tokenizer = "model"
 "#,
         store = store.display(),
         model = model.display(),

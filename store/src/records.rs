@@ -124,6 +124,10 @@ pub struct RepoqaOptions {
     pub max_new_tokens: usize,
     /// Tree-sitter grammars: `auto` (the official binaries when installed), `bundled`, or a path.
     pub grammars: String,
+    /// The tokenizer contexts are sized with: `codellama` (the official harness's
+    /// CodeLlama-7b-Instruct tokenizer, fetched and checksummed), `model` (the evaluated
+    /// model's), or a `tokenizer.json` path or URL.
+    pub context_tokenizer: String,
 }
 
 impl Default for RepoqaOptions {
@@ -134,6 +138,7 @@ impl Default for RepoqaOptions {
             ignore_comments: false,
             max_new_tokens: 1024,
             grammars: "auto".into(),
+            context_tokenizer: "codellama".into(),
         }
     }
 }
@@ -213,6 +218,11 @@ pub struct ExampleResult {
     pub seconds: f64,
     /// Benchmark metrics for this example, in the official per-example field names.
     pub metrics: Value,
+    /// The task as the official harness writes it beside its output (RepoQA: path,
+    /// description, instruction, template, code context and its token counts), so exports
+    /// can be re-checked by the official scripts; absent where the official output has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Value>,
 }
 
 #[derive(Serialize, Deserialize)]

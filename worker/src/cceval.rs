@@ -104,6 +104,7 @@ pub fn run_cceval_shard(
             totals.prompt_tokens += c.prompt_tokens as u64;
             totals.generated_tokens += c.generated_tokens as u64;
             ExampleResult {
+                task: None,
                 task_id: p.example.task_id.clone(),
                 completion: c.text.clone(),
                 prediction: scored.pred.clone(),

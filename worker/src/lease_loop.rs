@@ -324,13 +324,22 @@ async fn run_traced_lease(
     let (header, examples): (ShardHeader, Vec<Value>) = records::decode(&key, &text)?;
     trace.describe(&header);
     let backend = ensure_model(config, loaded, &header.model).await?;
+    let context_tokenizer = match (&header.benchmark, &header.repoqa) {
+        (Benchmark::Repoqa, options) => {
+            let choice = options.as_ref().map_or(crate::context_tokenizer::OFFICIAL, |o| o.context_tokenizer.as_str());
+            crate::context_tokenizer::resolve(choice, &key, &config.model_cache).await?
+        }
+        _ => crate::context_tokenizer::ContextTokenizer::Model,
+    };
     let (job_header, job_control, job_key) = (header.clone(), control.clone(), key.clone());
     let span = trace.span().clone();
     let (results, totals) = tokio::task::spawn_blocking(move || {
         let _in_shard = span.enter();
         match job_header.benchmark {
             Benchmark::Cceval => run_cceval_shard(&backend, &job_key, &job_header, &examples, &job_control),
-            Benchmark::Repoqa => run_repoqa_shard(&backend, &job_key, &job_header, &examples, &job_control),
+            Benchmark::Repoqa => {
+                run_repoqa_shard(&backend, &context_tokenizer, &job_key, &job_header, &examples, &job_control)
+            }
         }
     })
     .await

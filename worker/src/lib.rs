@@ -8,6 +8,7 @@
 
 mod backend;
 mod cceval;
+pub mod context_tokenizer;
 mod error;
 mod lease_loop;
 mod repoqa;

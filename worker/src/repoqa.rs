@@ -1,6 +1,6 @@
-//! RepoQA shards: one repository's needles, contexts built with the evaluated model's
-//! tokenizer, the official instruction (inside the model's chat template when it has one),
-//! and the official verdicts.
+//! RepoQA shards: one repository's needles, contexts sized with the official harness's
+//! tokenizer (or the one the spec names), the official instruction (inside the model's chat
+//! template when it has one), and the official verdicts.
 
 use std::time::Instant;
 
@@ -11,12 +11,15 @@ use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaGrammars, Re
 use serde_json::{json, Value};
 
 use crate::backend::{generate_shard, sampling, Backend};
+use crate::context_tokenizer::ContextTokenizer;
 use crate::error::WorkerError;
 use crate::lease_loop::ShardControl;
 
-/// Runs one RepoQA shard (one repository of one language).
+/// Runs one RepoQA shard (one repository of one language), sizing contexts with
+/// `context_tokenizer` (resolved from the shard's `context_tokenizer` option).
 pub fn run_repoqa_shard(
     backend: &Backend,
+    context_tokenizer: &ContextTokenizer,
     key: &str,
     header: &ShardHeader,
     records: &[Value],
@@ -34,12 +37,16 @@ pub fn run_repoqa_shard(
     let source = SourceDataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
     let dataset = Dataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
     let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| input(e.to_string()))?;
-    let tokenizer = backend.tokenizer().ok_or_else(|| {
-        input(format!(
-            "RepoQA sizes its contexts in the model's tokens: give endpoint model {:?} a `tokenizer` (its tokenizer.json)",
-            header.model.name
-        ))
-    })?;
+    let tokenizer = match context_tokenizer {
+        ContextTokenizer::Loaded(tokenizer) => tokenizer.as_ref(),
+        ContextTokenizer::Model => backend.tokenizer().ok_or_else(|| {
+            input(format!(
+                "`context_tokenizer = \"model\"` sizes contexts in the model's tokens: give endpoint model {:?} a \
+                 `tokenizer` (its tokenizer.json)",
+                header.model.name
+            ))
+        })?,
+    };
     let count = |text: &str| -> Result<usize, TokenizeError> {
         tokenizer.tokenize(text).map(|ids| ids.len()).map_err(|e| Box::new(e) as TokenizeError)
     };
@@ -92,6 +99,7 @@ pub fn run_repoqa_shard(
             stop_reason: c.stop_reason.as_str().to_string(),
             seconds: c.elapsed.as_secs_f64(),
             metrics: verdict.to_json(),
+            task: Some(task.to_json()),
         });
     }
     totals.seconds = started.elapsed().as_secs_f64();

@@ -45,6 +45,11 @@ async fn load_one(store: &RunStore, layout: &RunLayout, shard_id: String, with_i
     let key = layout.result(&shard_id);
     let Some(text) = store.get_text(&key).await? else { return Ok(None) };
     let (header, results): (ResultHeader, Vec<ExampleResult>) = records::decode(&key, &text)?;
+    // A task scored twice would count twice in every table: refuse the object instead.
+    let mut seen = std::collections::HashSet::new();
+    if let Some((index, r)) = results.iter().enumerate().find(|(_, r)| !seen.insert(r.task_id.as_str())) {
+        return Err(record_error(&key, format!("record {}: task_id {:?} appears twice in the result", index + 1, r.task_id)));
+    }
     let input = if with_input {
         let input_key = layout.input(&shard_id);
         let text = store.get_text(&input_key).await?.ok_or_else(|| record_error(&input_key, "shard input missing"))?;

@@ -24,8 +24,8 @@ pub struct RepoqaRow {
     pub planned: usize,
     /// Verdicts in the official order.
     pub results: Vec<TaskResult>,
-    /// `(verdict, raw answer)` in plan order, for exports.
-    pub outputs: Vec<(TaskResult, String)>,
+    /// `(verdict, raw answer, the task as the harness writes it)` in plan order, for exports.
+    pub outputs: Vec<(TaskResult, String, Option<Value>)>,
     /// pass@1 per threshold, `all` first.
     pub scores: RepoqaScores,
 }
@@ -55,9 +55,9 @@ pub(super) fn collect(
             let Verdicts::Repoqa(verdicts) = done.verdicts else {
                 return Err(record_error(&layout.result(&shard.shard_id), "not a RepoQA result"));
             };
-            outputs.extend(verdicts.into_iter().zip(done.results.into_iter().map(|r| r.completion)));
+            outputs.extend(verdicts.into_iter().zip(done.results).map(|(v, r)| (v, r.completion, r.task)));
         }
-        let results = official_order(outputs.iter().map(|(v, _)| v.clone()).collect());
+        let results = official_order(outputs.iter().map(|(v, _, _)| v.clone()).collect());
         let scores = RepoqaScores::from_results(&results);
         rows.push(RepoqaRow {
             model: shards[0].model.clone(),
@@ -167,21 +167,30 @@ pub fn json(rows: &[RepoqaRow]) -> Value {
 }
 
 /// Official-format model outputs per (model, setting), readable by `codesweep score repoqa`
-/// and the official `compute_score`.
+/// and the official `compute_score`: each line is the task as the official harness writes it
+/// (`repo, name, language, path, position_ratio, description, instruction, template,
+/// code_context, needle_token_start, needle_token_end, code_context_ntokens`) plus `output`.
+/// Results stored before the task was kept give only the fields scoring reads.
 pub fn exports(rows: &[RepoqaRow]) -> Vec<(String, String)> {
     rows.iter()
         .map(|r| {
             let body: String = r
                 .outputs
                 .iter()
-                .map(|(v, answer)| {
-                    json!({
-                        "language": v.language, "repo": v.repo, "name": v.name,
-                        "position_ratio": v.needle_position, "needle_token_start": v.token_start,
-                        "needle_token_end": v.token_end, "output": [answer],
-                    })
-                    .to_string()
-                        + "\n"
+                .map(|(v, answer, task)| {
+                    let line = match task {
+                        Some(Value::Object(task)) => {
+                            let mut line = task.clone();
+                            line.insert("output".into(), json!([answer]));
+                            Value::Object(line)
+                        }
+                        _ => json!({
+                            "language": v.language, "repo": v.repo, "name": v.name,
+                            "position_ratio": v.needle_position, "needle_token_start": v.token_start,
+                            "needle_token_end": v.token_end, "output": [answer],
+                        }),
+                    };
+                    line.to_string() + "\n"
                 })
                 .collect();
             (format!("exports/repoqa/{}/{}/outputs.jsonl", r.model, r.setting), body)

@@ -112,6 +112,20 @@ impl TextTokenizer {
         self.inner.get_vocab_size(true)
     }
 
+    /// sha256 (lower-case hex) of the vocabulary, added tokens included, as one line
+    /// `id<TAB>piece` per token in id order: identifies a tokenizer by what it maps, whatever
+    /// the layout of the file it was read from.
+    pub fn vocabulary_sha256(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut entries: Vec<(u32, String)> = self.inner.get_vocab(true).into_iter().map(|(piece, id)| (id, piece)).collect();
+        entries.sort_unstable();
+        let mut hasher = Sha256::new();
+        for (id, piece) in entries {
+            hasher.update(format!("{id}\t{piece}\n").as_bytes());
+        }
+        hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// The underlying `tokenizers` tokenizer.
     pub fn inner(&self) -> &Tokenizer {
         &self.inner
