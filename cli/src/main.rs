@@ -104,7 +104,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("{}", telemetry::final_error_line(&error));
             ExitCode::FAILURE
         }
     }

@@ -84,7 +84,7 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
                     anyhow::bail!("{}", status.message());
                 }
             };
-            eprintln!("submitted run {} ({} shards, {} already done)", answer.run_id, answer.shards, answer.already_done);
+            tracing::info!(run = %answer.run_id, shards = answer.shards, already_done = answer.already_done, "submitted run");
         }
         // Signals are caught before anyone learns our address.
         let mut stop = stop_on_signals();
@@ -174,9 +174,12 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         let report = run_worker(config, stop.clone()).await?;
         let signalled = *stop.borrow() != StopMode::Run;
         let how = if signalled { "stopped by signal" } else { "no work left" };
-        eprintln!(
-            "worker exiting ({how}): {} shards done, {} examples, {} failed attempts",
-            report.shards_done, report.examples, report.shards_failed
+        tracing::info!(
+            reason = how,
+            shards_done = report.shards_done,
+            examples = report.examples,
+            failed_attempts = report.shards_failed,
+            "worker exiting"
         );
         // Non-zero so a Job replaces a worker that was stopped while work remained.
         if signalled {

@@ -1,6 +1,7 @@
 //! What a cluster survives, with real processes over loopback gRPC: a coordinator killed and
 //! restarted mid-run (workers keep their shards and reconnect; nothing finished is redone), a
-//! corrupt data record (only its shard fails, the report lists it), and `codesweep cancel`.
+//! corrupt data record (only its shard fails, the report lists it), `codesweep cancel`, and
+//! a second coordinator on a held run (refused until the holder's hold lapses).
 
 mod support;
 
@@ -213,6 +214,29 @@ fn a_corrupt_record_fails_only_its_shard_and_the_report_lists_it() {
         assert_eq!(cell["examples"], expected, "{cell}");
         assert_eq!(cell["planned"], 10, "{cell}");
     }
+
+    // A stored result damaged after the run: `report` and `rescore` name it, never count twice.
+    let result = store.join("corrupt/shards/tiny-qwen2/cceval/python/rg1_bm25/0000.jsonl");
+    let intact = std::fs::read_to_string(&result).unwrap();
+    let last = intact.lines().last().unwrap().to_string();
+    let tables = |command: &str| {
+        let out = codesweep().args([command, &format!("{}/corrupt", store.display())]).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    std::fs::write(&result, format!("{intact}{last}\n")).unwrap();
+    for command in ["report", "rescore"] {
+        let (ok, stderr) = tables(command);
+        assert!(!ok, "{command} accepted a result with a task twice");
+        assert!(stderr.contains("python/rg1_bm25/0000.jsonl") && stderr.contains("appears twice"), "{command}: {stderr}");
+    }
+    std::fs::write(&result, &intact[..intact.len() - last.len() / 2 - 1]).unwrap();
+    for command in ["report", "rescore"] {
+        let (ok, stderr) = tables(command);
+        assert!(!ok, "{command} accepted a truncated result");
+        assert!(stderr.contains("python/rg1_bm25/0000.jsonl, line"), "{command}: {stderr}");
+    }
+    std::fs::write(&result, &intact).unwrap();
+    assert!(tables("rescore").0, "rescore of the restored result failed");
 }
 
 #[test]
@@ -239,4 +263,108 @@ fn cancel_stops_a_run_and_its_workers() {
     assert!(wait_for(&mut worker, Duration::from_secs(30)).success());
     assert!(wait_for(&mut coordinator, Duration::from_secs(30)).success());
     assert!(finished_shards(&store, "doomed").is_empty(), "a cancelled run's shards were run");
+}
+
+/// A coordinator submitting `spec` as host `host` (the pod name on Kubernetes), holding its
+/// runs for `hold` seconds, with its info log as JSON lines in `log`.
+fn start_held_coordinator(host: &str, hold: &str, spec: &Path, store: &Path, log: &Path) -> (Guard, String) {
+    let mut child = codesweep()
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--heartbeat-seconds", "0.2", "--exit-when-done"])
+        .args(["--store", store.to_str().unwrap(), "--submit", spec.to_str().unwrap()])
+        .args(["--hold-seconds", hold, "--log-format", "json"])
+        .env("CODESWEEP_TOKEN", TOKEN)
+        .env("HOSTNAME", host)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let address = line.trim().strip_prefix("listening on ").unwrap_or_default().to_string();
+    (Guard(child), address)
+}
+
+/// A coordinator that should refuse to start: its exit status and stderr.
+fn refused_coordinator(host: &str, spec: &Path, store: &Path) -> (Option<i32>, String) {
+    let out = codesweep()
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--exit-when-done", "--hold-seconds", "3"])
+        .args(["--store", store.to_str().unwrap(), "--submit", spec.to_str().unwrap()])
+        .env("CODESWEEP_TOKEN", TOKEN)
+        .env("HOSTNAME", host)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn one_coordinator_holds_a_run_and_another_takes_it_over_only_after_the_hold_lapses() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let (model, _) = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "held", &store, &data, &model, 2);
+    let first_log = dir.path().join("first.log");
+    let (mut first, address) = start_held_coordinator("pod-a", "4", &spec, &store, &first_log);
+    let worker_log = dir.path().join("worker.log");
+    // Not a terminal and no NO_COLOR: the worker's text log must still carry no colour codes.
+    let mut worker = Guard(
+        codesweep()
+            .args(["worker", "--coordinator", &address, "--name", "w"])
+            .env("CODESWEEP_TOKEN", TOKEN)
+            .env("RUST_LOG", "info")
+            .env_remove("NO_COLOR")
+            .stderr(std::fs::File::create(&worker_log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while finished_shards(&store, "held").is_empty() {
+        assert!(Instant::now() < deadline, "no shard finished: {}", status(&address, "held"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // A second coordinator (another pod) on the same store and run refuses, naming the holder.
+    let (code, stderr) = refused_coordinator("pod-b", &spec, &store);
+    assert_eq!(code, Some(1), "{stderr}");
+    let pid = first.0.id();
+    let holder = format!("{} on host pod-a (pid {pid})", address.strip_prefix("http://").unwrap());
+    assert!(stderr.contains(&format!("run \"held\" is served by the coordinator at {holder}")), "{stderr}");
+    assert!(first.0.try_wait().unwrap().is_none(), "the refusal disturbed the holder");
+
+    // The holder and its worker die at once (a lost node): the hold stays until it lapses.
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    worker.0.kill().unwrap();
+    worker.0.wait().unwrap();
+    let killed_at = Instant::now();
+    let (code, stderr) = refused_coordinator("pod-b", &spec, &store);
+    assert_eq!(code, Some(1), "taken over {:?} after the kill, before the hold lapsed: {stderr}", killed_at.elapsed());
+    assert!(stderr.contains("lapses in"), "{stderr}");
+
+    std::thread::sleep(Duration::from_millis(4_500).saturating_sub(killed_at.elapsed()));
+    let (mut second, address) = start_held_coordinator("pod-b", "4", &spec, &store, &dir.path().join("second.log"));
+    let mut worker = start_worker(&address, "w2");
+    let text = wait_until_done(&address, "held", Duration::from_secs(180));
+    assert!(text.contains("shards 20/20 done"), "{text}");
+    assert!(wait_for(&mut worker, Duration::from_secs(30)).success());
+    assert!(wait_for(&mut second, Duration::from_secs(30)).success(), "the coordinator that took over did not exit 0");
+    // A clean exit gives the hold up.
+    assert!(!store.join("held/coordinator.json").exists(), "the hold outlived its run");
+    let (cells, _) = report_cells(&store, "held");
+    for cell in &cells {
+        assert_eq!((cell["examples"].as_u64(), cell["planned"].as_u64()), (Some(10), Some(10)), "{cell}");
+    }
+
+    // Logs for collectors: JSON lines from the coordinator, no ANSI codes off a terminal.
+    let json_log = std::fs::read_to_string(&first_log).unwrap();
+    assert!(json_log.lines().count() > 2, "{json_log}");
+    for line in json_log.lines() {
+        let record: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
+        assert!(record["level"].is_string() && record["fields"].is_object(), "{line}");
+    }
+    assert!(json_log.contains("took the run's hold"), "{json_log}");
+    let text_log = std::fs::read_to_string(&worker_log).unwrap();
+    assert!(text_log.contains("shard started") && !text_log.contains('\u{1b}'), "{text_log}");
 }

@@ -224,7 +224,15 @@ impl SweepSpec {
             );
         }
         let config = builder.build().map_err(|e| parse(e.to_string()))?;
-        config.try_deserialize().map_err(|e| parse(e.to_string()))
+        let spec: Self = config.clone().try_deserialize().map_err(|e| parse(e.to_string()))?;
+        // `config` rounds a number with a fraction into an integer field (1.5 attempts become
+        // 2); refuse it instead, naming the key.
+        let raw: serde_json::Value = config.try_deserialize().map_err(|e| parse(e.to_string()))?;
+        let parsed = serde_json::to_value(&spec).map_err(|e| parse(e.to_string()))?;
+        if let Some((key, value)) = rounded_into_integer(&raw, &parsed, String::new()) {
+            return Err(parse(format!("`{key}`: must be a whole number, got {value}")));
+        }
+        Ok(spec)
     }
 
     /// Reads and parses a spec file; the format follows the extension (TOML by default).
@@ -265,6 +273,10 @@ impl SweepSpec {
         }
         if let Some(repoqa) = &mut self.repoqa {
             repoqa.dataset = absolute(&repoqa.dataset);
+            let tokenizer = &mut repoqa.options.context_tokenizer;
+            if !["codellama", "model"].contains(&tokenizer.as_str()) && !tokenizer.contains("://") {
+                *tokenizer = absolute(Path::new(tokenizer.as_str())).display().to_string();
+            }
         }
         for model in &mut self.models {
             for path in [&mut model.path, &mut model.tokenizer].into_iter().flatten() {
@@ -317,10 +329,11 @@ impl SweepSpec {
             if model.endpoint.is_none() && model.tokenizer.is_some() {
                 return invalid(key("tokenizer"), "only for `endpoint` models; a local model brings its own tokenizer".into());
             }
-            if self.repoqa.is_some() && model.endpoint.is_some() && model.tokenizer.is_none() {
+            let sized_by_model = self.repoqa.as_ref().is_some_and(|r| r.options.context_tokenizer == "model");
+            if sized_by_model && model.endpoint.is_some() && model.tokenizer.is_none() {
                 return invalid(
                     key("tokenizer"),
-                    "missing: RepoQA sizes contexts in the model's tokens; give the endpoint's tokenizer.json".into(),
+                    "missing: `repoqa.context_tokenizer = \"model\"` sizes contexts in the model's tokens; give the endpoint's tokenizer.json".into(),
                 );
             }
             if model.endpoint.is_none() && model.chat {
@@ -359,6 +372,19 @@ impl SweepSpec {
             }
             if repoqa.options.code_context_size == 0 || repoqa.options.max_new_tokens == 0 {
                 return invalid("repoqa.code_context_size".into(), "code_context_size and max_new_tokens must be at least 1".into());
+            }
+            let tokenizer = &repoqa.options.context_tokenizer;
+            if tokenizer.is_empty() {
+                return invalid(
+                    "repoqa.context_tokenizer".into(),
+                    "empty: use codellama (the official harness's), model (the evaluated model's), or a tokenizer.json path or URL".into(),
+                );
+            }
+            if !["codellama", "model"].contains(&tokenizer.as_str()) && !tokenizer.contains("://") && !Path::new(tokenizer).is_file() {
+                return invalid(
+                    "repoqa.context_tokenizer".into(),
+                    format!("{tokenizer} is not a file; use codellama, model, or a tokenizer.json path or URL"),
+                );
             }
             if !repoqa.dataset.is_file() {
                 return invalid("repoqa.dataset".into(), format!("{} is not a file; point it at a RepoQA dataset JSON", repoqa.dataset.display()));
@@ -408,6 +434,28 @@ impl SweepSpec {
     }
 }
 
+/// The first key where `raw` (the spec as written) holds a number with a fraction, or a
+/// negative one, and `parsed` (the spec as read) an integer: the key path and the number written.
+fn rounded_into_integer(raw: &serde_json::Value, parsed: &serde_json::Value, path: String) -> Option<(String, f64)> {
+    use serde_json::Value;
+    let at = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
+    match (raw, parsed) {
+        (Value::Object(raw), Value::Object(parsed)) => {
+            raw.iter().find_map(|(key, r)| parsed.get(key).and_then(|p| rounded_into_integer(r, p, at(key))))
+        }
+        (Value::Array(raw), Value::Array(parsed)) => raw
+            .iter()
+            .zip(parsed)
+            .enumerate()
+            .find_map(|(i, (r, p))| rounded_into_integer(r, p, format!("{path}[{i}]"))),
+        (Value::Number(r), Value::Number(p)) if !p.is_f64() => {
+            let written = r.as_f64()?;
+            (written.fract() != 0.0 || (written < 0.0 && p.is_u64())).then_some((path, written))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,9 +502,18 @@ mod tests {
         let err = SweepSpec::parse_with_env("s.toml", &local_tokenizer, SpecFormat::Toml, false).unwrap_err();
         assert!(err.to_string().contains("`models[0].tokenizer`"), "{err}");
         let dir = env!("CARGO_MANIFEST_DIR");
+        // The official context tokenizer needs nothing from the endpoint; the model's does.
         let repoqa = format!("{endpoint}[repoqa]\ndataset = \"{dir}/Cargo.toml\"\n");
-        let err = SweepSpec::parse_with_env("s.toml", &repoqa, SpecFormat::Toml, false).unwrap_err();
-        assert!(err.to_string().contains("`models[0].tokenizer`: missing: RepoQA"), "{err}");
+        let spec = SweepSpec::parse_with_env("s.toml", &repoqa, SpecFormat::Toml, false).unwrap();
+        assert_eq!(spec.repoqa.unwrap().options.context_tokenizer, "codellama");
+        let by_model = format!("{repoqa}context_tokenizer = \"model\"\n");
+        let err = SweepSpec::parse_with_env("s.toml", &by_model, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`models[0].tokenizer`: missing: `repoqa.context_tokenizer = \"model\"`"), "{err}");
+        let missing = format!("{repoqa}context_tokenizer = \"/no/such/tokenizer.json\"\n");
+        let err = SweepSpec::parse_with_env("s.toml", &missing, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`repoqa.context_tokenizer`: /no/such/tokenizer.json is not a file"), "{err}");
+        let empty = format!("{repoqa}context_tokenizer = \"\"\n");
+        assert!(SweepSpec::parse_with_env("s.toml", &empty, SpecFormat::Toml, false).is_err());
     }
 
     #[test]
@@ -494,6 +551,43 @@ mod tests {
         let bad = text.replace("export_interval_seconds", "interval");
         let err = SweepSpec::parse_with_env("s.toml", &bad, SpecFormat::Toml, false).unwrap_err();
         assert!(err.to_string().contains("interval"), "{err}");
+    }
+
+    /// Specs a user could write by mistake: each is refused before anything runs, naming the
+    /// file and the key, never a panic.
+    #[test]
+    fn mistaken_specs_are_refused_naming_the_key() {
+        let cases = [
+            (spec_text("shard_size = \"ten\""), "shard_size"),
+            (spec_text("shard_size = -1"), "shard_size"),
+            (spec_text("shard_size = 0"), "`run.shard_size`"),
+            (spec_text("max_attempts = 1.5"), "max_attempts"),
+            (spec_text("").replace("name = \"r1\"", "name = \"a/b\""), "`run.name`"),
+            (spec_text("").replace("name = \"r1\"", "name = \"..\""), "`run.name`"),
+            (spec_text("").replace("name = \"r1\"", "name = \"my run\""), "`run.name`"),
+            (format!("{}[generation]\nmax_new_tokens = -5\n", spec_text("")), "max_new_tokens"),
+            (format!("{}[generation]\nmax_new_tokens = 0\n", spec_text("")), "`generation.max_new_tokens`"),
+            (format!("{}[generation]\nbatch_size = 0\n", spec_text("")), "`generation.batch_size`"),
+            (format!("{}[generation]\ntop_p = 2.0\n", spec_text("")), "`generation.top_p`"),
+            (spec_text("").replace("languages = [\"python\"]", "languages = \"python\""), "languages"),
+            (spec_text("").replace("[[models]]", "[models]"), "models"),
+        ];
+        for (text, key) in cases {
+            let err = SweepSpec::parse_with_env("s.toml", &text, SpecFormat::Toml, false)
+                .err()
+                .unwrap_or_else(|| panic!("accepted:\n{text}"));
+            let message = err.to_string();
+            assert!(message.contains("s.toml") && message.contains(key), "{key}: {message}");
+        }
+        let repoqa = format!("{}[repoqa]\ndataset = \"{}/Cargo.toml\"\ncode_context_size = 0\n", spec_text(""), env!("CARGO_MANIFEST_DIR"));
+        let err = SweepSpec::parse_with_env("s.toml", &repoqa, SpecFormat::Toml, false).unwrap_err();
+        assert!(err.to_string().contains("`repoqa.code_context_size`"), "{err}");
+        // A bad environment override names its variable's key.
+        std::env::set_var("CODESWEEP__RUN__MAX_ATTEMPTS", "lots");
+        let err = SweepSpec::parse("s.toml", &spec_text(""), SpecFormat::Toml).err().map(|e| e.to_string());
+        std::env::remove_var("CODESWEEP__RUN__MAX_ATTEMPTS");
+        let message = err.expect("a non-numeric override was accepted");
+        assert!(message.contains("max_attempts"), "{message}");
     }
 
     #[test]

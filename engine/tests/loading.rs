@@ -72,6 +72,25 @@ fn truncated_gguf_says_truncated() {
     assert!(err.contains("tiny-qwen2.gguf") && err.contains("not a GGUF file, or its header is corrupt"), "{err}");
 }
 
+/// Counts in the header that no file of this size can hold (tensors, metadata entries, a
+/// string's length): an error naming the file, never a huge allocation or a panic.
+#[test]
+fn header_counts_beyond_the_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_gguf(dir.path(), Arch::Qwen2, GgmlDType::Q8_0, &common::trained_tokenizer_json(300));
+    let bytes = std::fs::read(&path).unwrap();
+    // GGUF v3: magic, version (u32), tensor count (u64 at 8), metadata count (u64 at 16), then the
+    // first key's length (u64 at 24).
+    for (offset, value) in [(8usize, u64::MAX), (8, 1 << 40), (16, u64::MAX), (16, 1 << 40), (24, u64::MAX), (24, 1 << 40)] {
+        let mut corrupt = bytes.clone();
+        corrupt[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+        std::fs::write(&path, &corrupt).unwrap();
+        let err = Model::load(&path, &Device::Cpu, None).err().map(|e| e.to_string());
+        let err = err.unwrap_or_else(|| panic!("a header with {value} at byte {offset} loaded"));
+        assert!(err.contains("tiny-qwen2.gguf"), "{offset} {value}: {err}");
+    }
+}
+
 #[test]
 fn garbage_file_is_not_gguf() {
     let dir = tempfile::tempdir().unwrap();

@@ -208,6 +208,23 @@ mod tests {
         assert_eq!(parsed.errors.len(), 4);
     }
 
+    /// A 50 MB line, NUL bytes and a BOM: each line is judged on its own, nothing panics.
+    #[test]
+    fn huge_lines_nul_bytes_and_a_bom_are_named_or_read() {
+        let huge = format!("{{\"meta\": {{\"id\": \"{}\"}}}}", "x".repeat(50 << 20));
+        let mut bytes = huge.into_bytes();
+        bytes.extend_from_slice(b"\n{\"meta\": {\"id\": \"a\\u0000b\"}}\n\0\0\0\n\xef\xbb\xbf{\"meta\": {\"id\": \"c\"}}\n");
+        let parsed = parse_jsonl("big.jsonl", &bytes, decode);
+        let lines: Vec<usize> = parsed.records.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![1, 2]);
+        assert_eq!(parsed.records[0].value.len(), 50 << 20);
+        assert_eq!(parsed.records[1].value, "a\0b");
+        let shown: Vec<String> = parsed.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert!(shown[0].starts_with("big.jsonl:3: malformed JSON"), "{}", shown[0]);
+        assert!(shown[1].starts_with("big.jsonl:4: malformed JSON"), "{}", shown[1]);
+    }
+
     #[test]
     fn document_errors_name_the_line() {
         let err = parse_json_document("d.json", b"{\n\"a\": 1,\n}").unwrap_err();
