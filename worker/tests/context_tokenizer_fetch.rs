@@ -3,20 +3,10 @@
 //! checked by its vocabulary and cached, and a file with another vocabulary is refused. Its own
 //! test binary: it sets process-wide variables (`HF_ENDPOINT`, `CODESWEEP_CACHE`).
 
-use std::path::PathBuf;
+mod common;
 
 use codesweep_worker::context_tokenizer::{self, ContextTokenizer, OFFICIAL_REPO, OFFICIAL_REVISION};
-
-/// The Code Llama tokenizer built by scripts/fetch-codellama-tokenizer.sh (read before the test
-/// points `CODESWEEP_CACHE` elsewhere).
-fn codellama_tokenizer_file() -> PathBuf {
-    let cache = std::env::var_os("CODESWEEP_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/codesweep"));
-    let path = cache.join("tokenizers/codellama-7b-instruct-standin/tokenizer.json");
-    assert!(path.is_file(), "{} is missing: run scripts/fetch-codellama-tokenizer.sh", path.display());
-    path
-}
+use common::codellama_tokenizer_file;
 
 /// Serves `body` at every path over loopback HTTP for `requests` requests; returns the base URL
 /// and the paths asked for.

