@@ -5,6 +5,7 @@ mod cluster;
 mod dataset_cceval;
 mod dataset_repoqa;
 mod dense;
+mod exit;
 mod files;
 mod generate;
 mod results_cmd;
@@ -105,7 +106,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("{}", telemetry::final_error_line(&error));
-            ExitCode::FAILURE
+            ExitCode::from(exit::code_of(&error))
         }
     }
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use codesweep_coordinator::report::{build_report, write_report, Scoring};
 use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
 use codesweep_coordinator::spec::{expand_home, SweepSpec};
@@ -14,6 +14,7 @@ use codesweep_store::{RunLayout, RunStore};
 use codesweep_worker::{run_worker, StopMode, WorkerConfig};
 
 use crate::cluster::{connect, describe, follow, runtime, stop_on_signals};
+use crate::exit::{self, exit_with};
 use crate::files::print_stdout;
 use crate::telemetry::{start_telemetry, telemetry_config, TelemetryFlags};
 
@@ -116,7 +117,13 @@ async fn sweep(args: Args, spec: SweepSpec, workers: usize, service: Coordinator
     }
     match RunState::try_from(status.state) {
         Ok(RunState::Succeeded) => Ok(()),
-        _ if *stop.borrow() != StopMode::Run => bail!("stopped by signal; run the same command again to resume"),
-        _ => bail!("{} shard(s) failed; fix the cause and run the same command again to retry them", status.shards_failed),
+        _ if *stop.borrow() != StopMode::Run => {
+            Err(exit_with(exit::STOPPED, "stopped by signal; run the same command again to resume"))
+        }
+        Ok(RunState::Cancelled) => Err(exit_with(exit::STOPPED, "the run was cancelled; run the same command again to resume")),
+        _ => Err(exit_with(
+            exit::SHARDS_FAILED,
+            format!("{} shard(s) failed; fix the cause and run the same command again to retry them", status.shards_failed),
+        )),
     }
 }

@@ -5,12 +5,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use codesweep_coordinator::report::{build_report, write_report, Scoring};
 use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
 use codesweep_coordinator::spec::expand_home;
 use codesweep_proto::tls::ServerTls;
+use codesweep_proto::RunState;
+use codesweep_store::{RunLayout, RunStore};
 use codesweep_worker::{run_worker, StopMode, WorkerConfig};
 
 use crate::cluster::{read_token, runtime, stop_on_signals, CoordinatorFlags};
+use crate::exit::{self, exit_with};
 use crate::telemetry::{start_telemetry, telemetry_config, TelemetryFlags};
 
 /// Arguments of `codesweep coordinator`.
@@ -112,16 +116,50 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         serve(service, listener, token.as_deref(), tls.as_ref(), shutdown)
             .await
             .map_err(|e| anyhow::anyhow!("the gRPC server failed: {}", codesweep_proto::client::error_chain(&e)))?;
-        // A batch job stopped before its runs ended must not look successful to Kubernetes.
-        if exit_when_done && *signalled.borrow() != StopMode::Run && !final_check.all_finished() {
-            anyhow::bail!("stopped by signal before every run ended; start the coordinator again with --store to resume");
+        if !exit_when_done {
+            return Ok(());
         }
-        Ok(())
+        // A batch job's exit status says how its runs ended (see `exit`), so a Job that lost
+        // shards, or was stopped early, never looks successful to Kubernetes.
+        let stopped_early = *signalled.borrow() != StopMode::Run && !final_check.all_finished();
+        batch_outcome(&final_check.run_states(), stopped_early).await
     });
     // Also after a signal: end the open run spans and export what is left.
     spans.close_run_spans();
     telemetry.shutdown();
     result
+}
+
+/// Writes the report of every ended run and turns the runs' states into the exit status of a
+/// coordinator that ran as a batch job: 0 when every shard of every run is done, else
+/// [`exit::SHARDS_FAILED`] or [`exit::STOPPED`].
+async fn batch_outcome(runs: &[(String, String, RunState)], stopped_early: bool) -> Result<()> {
+    let (mut failed, mut cancelled) = (Vec::new(), Vec::new());
+    for (run_id, url, state) in runs {
+        match state {
+            RunState::FinishedWithFailures => failed.push(run_id.as_str()),
+            RunState::Cancelled => cancelled.push(run_id.as_str()),
+            RunState::Succeeded => {}
+            _ => continue,
+        }
+        let store = RunStore::open(url).with_context(|| format!("cannot open the store {url} of run {run_id}"))?;
+        let report = build_report(&store, run_id, Scoring::Stored).await.with_context(|| format!("run {run_id}: cannot build its report"))?;
+        write_report(&store, &report).await.with_context(|| format!("run {run_id}: cannot write its report"))?;
+        tracing::info!(run = %run_id, state = ?state, report = %format!("{}/{}", store.url(), RunLayout::new(run_id).report("")), "wrote the run's report");
+    }
+    if stopped_early {
+        return Err(exit_with(exit::STOPPED, "stopped by signal before every run ended; start the coordinator again with --store to resume"));
+    }
+    if !failed.is_empty() {
+        return Err(exit_with(
+            exit::SHARDS_FAILED,
+            format!("shards failed for good in run(s) {}; each run's report lists them with their errors", failed.join(", ")),
+        ));
+    }
+    if !cancelled.is_empty() {
+        return Err(exit_with(exit::STOPPED, format!("run(s) {} were cancelled; submitting again resumes them", cancelled.join(", "))));
+    }
+    Ok(())
 }
 
 /// Arguments of `codesweep worker`.
@@ -159,6 +197,12 @@ pub fn default_worker_name() -> String {
 pub fn worker(args: WorkerArgs) -> Result<()> {
     let runtime = runtime()?;
     let mut telemetry = start_telemetry(&runtime, &telemetry_config("worker", &args.telemetry, None), "info")?;
+    // A device this build or machine lacks would fail every shard it leased: refuse before
+    // connecting, with a status that tells a Job not to retry the same pod.
+    if let Err(e) = codesweep_engine::parse_device(&args.device) {
+        telemetry.shutdown();
+        return Err(exit_with(exit::CONFIG, format!("--device {}: {e}; this worker leases nothing", args.device)));
+    }
     let result = runtime.block_on(async move {
         let config = WorkerConfig {
             coordinator: args.coordinator.coordinator.clone(),
@@ -183,7 +227,7 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
         );
         // Non-zero so a Job replaces a worker that was stopped while work remained.
         if signalled {
-            anyhow::bail!("stopped by signal before the coordinator reported the work done");
+            return Err(exit_with(exit::STOPPED, "stopped by signal before the coordinator reported the work done"));
         }
         Ok(())
     });

@@ -189,7 +189,7 @@ fn a_corrupt_record_fails_only_its_shard_and_the_report_lists_it() {
 
     let out = codesweep().args(["run", spec.to_str().unwrap(), "--quiet"]).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(1), "a run with failed shards must exit 1: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "a run with failed shards must exit 3: {stderr}");
     assert!(stdout.contains("## Failed shards"), "{stdout}");
     let json: Value = serde_json::from_str(&std::fs::read_to_string(store.join("corrupt/report/report.json")).unwrap()).unwrap();
     let failures = json["failures"].as_array().unwrap();
@@ -261,8 +261,49 @@ fn cancel_stops_a_run_and_its_workers() {
     // A worker joining now gets nothing and is told to exit; so does the coordinator.
     let mut worker = start_worker(&address, "late");
     assert!(wait_for(&mut worker, Duration::from_secs(30)).success());
-    assert!(wait_for(&mut coordinator, Duration::from_secs(30)).success());
+    // Stopped before the end: the batch job must not look successful.
+    assert_eq!(wait_for(&mut coordinator, Duration::from_secs(30)).code(), Some(4));
     assert!(finished_shards(&store, "doomed").is_empty(), "a cancelled run's shards were run");
+}
+
+#[test]
+fn a_batch_coordinator_exits_3_when_shards_failed_and_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    // Poison the third record of the Python in-file data.
+    let bm25 = std::fs::read_to_string(data.join("python/line_completion_rg1_bm25.jsonl")).unwrap();
+    let mut lines: Vec<String> = bm25.lines().map(str::to_string).collect();
+    lines[2] = lines[2].chars().take(40).collect();
+    std::fs::write(data.join("python/line_completion.jsonl"), lines.join("\n") + "\n").unwrap();
+    let (model, _) = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "poisoned", &store, &data, &model, 4);
+    let (mut coordinator, address) = start_coordinator(&spec, &store);
+    let mut worker = start_worker(&address, "w");
+    assert!(wait_for(&mut worker, Duration::from_secs(180)).success(), "the worker did not exit 0 at the end");
+    assert_eq!(wait_for(&mut coordinator, Duration::from_secs(60)).code(), Some(3), "shards failed for good: exit 3");
+    // The coordinator wrote the report itself, with the failed shard and its error.
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(store.join("poisoned/report/report.json")).unwrap()).unwrap();
+    let failures = json["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["shard_id"], "tiny-qwen2/cceval/python/in_file/0000");
+    assert!(failures[0]["error"].as_str().unwrap().contains("line_completion.jsonl:3: malformed JSON"), "{failures:?}");
+    assert!(store.join("poisoned/report/report.md").is_file());
+}
+
+#[test]
+fn a_worker_asked_for_a_device_it_lacks_exits_78_before_leasing() {
+    // Nothing listens on the coordinator's address: the check comes before any connection.
+    for device in ["cuda:0", "tpu"] {
+        let out = codesweep()
+            .args(["worker", "--coordinator", "http://127.0.0.1:9", "--device", device, "--connect-timeout", "30"])
+            .env("CODESWEEP_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{device}: {stderr}");
+        assert!(stderr.contains(&format!("--device {device}")) && stderr.contains("leases nothing"), "{stderr}");
+    }
 }
 
 /// A coordinator submitting `spec` as host `host` (the pod name on Kubernetes), holding its

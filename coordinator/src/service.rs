@@ -208,6 +208,22 @@ impl CoordinatorService {
         self.schedule.lock().map(|s| s.all_finished()).unwrap_or(true)
     }
 
+    /// Every run this coordinator serves: its id, store URL and state (what a batch job's exit
+    /// status is made of).
+    pub fn run_states(&self) -> Vec<(String, String, RunState)> {
+        let Ok(schedule) = self.schedule.lock() else { return Vec::new() };
+        let now = Instant::now();
+        schedule
+            .run_ids()
+            .into_iter()
+            .filter_map(|id| {
+                let url = schedule.store_url(&id)?.to_string();
+                let state = schedule.status(&id, now).and_then(|s| RunState::try_from(s.state).ok())?;
+                Some((id, url, state))
+            })
+            .collect()
+    }
+
     /// A snapshot of a run.
     pub fn run_status(&self, run_id: &str) -> Result<RunStatus, Status> {
         self.schedule()?
