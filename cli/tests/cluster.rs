@@ -122,6 +122,26 @@ fn a_cluster_with_a_killed_worker_gives_the_single_process_tables() {
     assert_eq!(cluster_repoqa, single_repoqa, "cluster RepoQA tables differ from the single-process run");
     // The RepoQA export scored by `codesweep score repoqa` gives the report's scores.
     let outputs = cluster_store.join("sweep/report/exports/repoqa/tiny-qwen2/ctx64_none/outputs.jsonl");
+    // Every line is the task as the official harness writes it, plus the output, so the
+    // contexts can be re-checked too: the prompt is the template's fields in order.
+    let exported = std::fs::read_to_string(&outputs).unwrap();
+    assert!(exported.lines().count() > 0);
+    for line in exported.lines() {
+        let task: Value = serde_json::from_str(line).unwrap();
+        let mut keys: Vec<&str> = task.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "code_context", "code_context_ntokens", "description", "instruction", "language", "name",
+                "needle_token_end", "needle_token_start", "output", "path", "position_ratio", "repo", "template"
+            ],
+            "{line}"
+        );
+        let prompt: String = task["template"].as_str().unwrap().split('\n').map(|k| task[k].as_str().unwrap()).collect();
+        assert!(prompt.contains(task["code_context"].as_str().unwrap()) && prompt.starts_with("Based on the function"), "{line}");
+        assert!(task["needle_token_end"].as_u64() <= task["code_context_ntokens"].as_u64(), "{line}");
+    }
     let scored = dir.path().join("scored-repoqa");
     let out = codesweep()
         .args(["score", "repoqa", "--dataset", repoqa_dataset.to_str().unwrap(), "--outputs", outputs.to_str().unwrap()])
