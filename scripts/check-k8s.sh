@@ -158,6 +158,25 @@ if command -v helm >/dev/null; then
     echo "token.enabled=false still references a token" >&2
     exit 1
   fi
+  # Job lifecycle: the failure policies on the documented exit statuses, a work queue of workers
+  # (no completions), a backoffLimit that grows with the pool, and ttlSecondsAfterFinished 0 kept.
+  for code in 3 78; do
+    grep -q "values: \[$code\]" "$work/default.yaml" || { echo "no FailJob rule for exit status $code" >&2; exit 1; }
+  done
+  if grep -q "restartPolicy: OnFailure" "$work/default.yaml"; then
+    echo "a Job restarts its pods in place: a pod failure policy needs restartPolicy Never" >&2
+    exit 1
+  fi
+  if [[ $(grep -c "completions:" "$work/default.yaml") -ne 1 ]]; then
+    echo "the worker Job sets completions by default (expected a work queue)" >&2
+    exit 1
+  fi
+  render lifecycle "ServiceAccount Secret ConfigMap Service Job Job" --set ttlSecondsAfterFinished=0,worker.count=10
+  if [[ $(grep -c "ttlSecondsAfterFinished: 0" "$work/lifecycle.yaml") -ne 2 ]]; then
+    echo "ttlSecondsAfterFinished: 0 was dropped" >&2
+    exit 1
+  fi
+  grep -q "backoffLimit: 30" "$work/lifecycle.yaml" || { echo "the workers' backoffLimit does not grow with worker.count" >&2; exit 1; }
   for bad in run.name= store.url= spec=; do
     if helm template codesweep "$chart" --set "$bad" >/dev/null 2>&1; then
       echo "helm template accepted --set $bad" >&2
