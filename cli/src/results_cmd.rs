@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use codesweep_coordinator::report::{build_report, scaling_svg, write_report, Report, RescoreOptions, Scoring};
+use codesweep_coordinator::report::{build_merged_report, build_report, scaling_svg, write_report, Report, RescoreOptions, Scoring};
 use codesweep_proto::{CancelRunRequest, GetRunRequest};
 use codesweep_store::RunStore;
 use codesweep_tasks::cceval::EditSimBackend;
@@ -79,9 +79,11 @@ pub fn cancel(args: CancelArgs) -> Result<()> {
 /// Arguments of `codesweep report`.
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// `<store>/<run id>`, e.g. `runs/my-sweep` or `s3://bucket/runs/my-sweep`.
-    run_uri: String,
-    /// Also write the report files into this local folder.
+    /// `<store>/<run id>`, e.g. `runs/my-sweep` or `s3://bucket/runs/my-sweep`. Several runs
+    /// (a sweep run as several releases) give one merged set of tables, written to --out.
+    #[arg(required = true, num_args = 1..)]
+    run_uris: Vec<String>,
+    /// Also write the report files into this local folder (required with several runs).
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -105,7 +107,10 @@ fn write_local(dir: &std::path::Path, report: &Report) -> Result<()> {
 /// Merges a run's stored results into tables, writes them to the store (and `--out`), prints
 /// the Markdown table.
 pub fn report(args: ReportArgs) -> Result<()> {
-    let (store_url, run_id) = split_run_uri(&args.run_uri)?;
+    if args.run_uris.len() > 1 {
+        return merged_report(&args);
+    }
+    let (store_url, run_id) = split_run_uri(&args.run_uris[0])?;
     runtime()?.block_on(async move {
         let store = RunStore::open(&store_url)?;
         let report = build_report(&store, &run_id, Scoring::Stored).await?;
@@ -113,6 +118,22 @@ pub fn report(args: ReportArgs) -> Result<()> {
         if let Some(dir) = &args.out {
             write_local(dir, &report)?;
         }
+        print_stdout(&report.markdown())
+    })
+}
+
+/// One report over several runs, written to `--out` (it belongs to no single run's store) and
+/// printed.
+fn merged_report(args: &ReportArgs) -> Result<()> {
+    let out = args.out.as_ref().context("several runs make one report that belongs to none of them: give --out DIR")?;
+    let mut runs = Vec::new();
+    for uri in &args.run_uris {
+        let (store_url, run_id) = split_run_uri(uri)?;
+        runs.push((RunStore::open(&store_url)?, run_id));
+    }
+    runtime()?.block_on(async move {
+        let report = build_merged_report(&runs, Scoring::Stored).await?;
+        write_local(out, &report)?;
         print_stdout(&report.markdown())
     })
 }

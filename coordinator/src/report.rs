@@ -26,6 +26,9 @@ pub enum ReportError {
     /// A stored record is invalid.
     #[error("{key}: {message}")]
     Record { key: String, message: String },
+    /// Runs asked to share a report did not measure the same thing.
+    #[error("runs {first} and {other} cannot share a report: {message}")]
+    NotComparable { first: String, other: String, message: String },
 }
 
 impl From<PlanError> for ReportError {
@@ -338,8 +341,10 @@ impl Report {
 }
 
 mod load;
+mod merge;
 mod plot;
 pub mod repoqa;
+pub use merge::build_merged_report;
 pub use plot::scaling_svg;
 pub use repoqa::RepoqaRow;
 
