@@ -177,6 +177,26 @@ if command -v helm >/dev/null; then
     exit 1
   fi
   grep -q "backoffLimit: 30" "$work/lifecycle.yaml" || { echo "the workers' backoffLimit does not grow with worker.count" >&2; exit 1; }
+  # Batch-system hooks on both Jobs (Kueue, Volcano, GPU runtimes).
+  render hooks "ServiceAccount Secret ConfigMap Service Job Job" \
+    --set batch.suspend=true,batch.priorityClassName=batch-low,batch.schedulerName=volcano \
+    --set batch.runtimeClassName=nvidia --set-string 'batch.jobLabels.kueue\.x-k8s\.io/queue-name=team-a' \
+    --set batch.podLabels.team=ml --set 'worker.envFrom[0].configMapRef.name=hf-env' \
+    --set 'worker.extraVolumes[0].name=shm,worker.extraVolumes[0].emptyDir.medium=Memory' \
+    --set 'worker.extraVolumeMounts[0].name=shm,worker.extraVolumeMounts[0].mountPath=/dev/shm'
+  for want in "suspend: true" "priorityClassName: batch-low" "schedulerName: volcano" "runtimeClassName: nvidia" \
+    "kueue.x-k8s.io/queue-name: team-a" "team: ml"; do
+    [[ $(grep -c "$want" "$work/hooks.yaml") -eq 2 ]] || { echo "hooks render: '$want' not on both Jobs" >&2; exit 1; }
+  done
+  grep -q "name: hf-env" "$work/hooks.yaml" && grep -q "mountPath: /dev/shm" "$work/hooks.yaml" \
+    || { echo "hooks render: the worker's envFrom or extra volume is missing" >&2; exit 1; }
+  # values.schema.json: misspelled keys and impossible values are refused, naming the key.
+  for bad in worker.gpu=2 worker.device=gpu worker.count=0 coordinator.prot=1 batch.suspnd=true; do
+    if helm template codesweep "$chart" --set "$bad" >/dev/null 2>&1; then
+      echo "helm template accepted --set $bad (values.schema.json)" >&2
+      exit 1
+    fi
+  done
   for bad in run.name= store.url= spec=; do
     if helm template codesweep "$chart" --set "$bad" >/dev/null 2>&1; then
       echo "helm template accepted --set $bad" >&2
