@@ -20,7 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs="${RUNS:-3}"
 threads="${THREADS:-2}"
 out="${OUT:-.bench/engine}"
-golden="${CODESWEEP_GOLDEN:-../shared/golden}"
+golden="${CODESWEEP_GOLDEN:-tests/golden}"
 parts=" ${PARTS:-speed greedy tokenizer} "
 models=("$@")
 [[ ${#models[@]} -eq 0 ]] && models=(qwen2.5-coder-0.5b qwen2.5-coder-1.5b)

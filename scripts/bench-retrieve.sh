@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs="${1:-5}"
-golden="${CODESWEEP_GOLDEN:-../shared/golden}"
+golden="${CODESWEEP_GOLDEN:-tests/golden}"
 sources="${CODESWEEP_RETRIEVAL_SOURCES:-$HOME/.cache/codesweep/retrieval-sources}"
 punkt="${CODESWEEP_PUNKT_DIR:-$HOME/.cache/codesweep/punkt_tab/english}"
 out="$(mktemp -d)"

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 model="${1:-qwen2.5-coder-0.5b}"
 per_language="${PER_LANGUAGE:-25}"
-golden="${CODESWEEP_GOLDEN:-../shared/golden}"
+golden="${CODESWEEP_GOLDEN:-tests/golden}"
 out="${OUT:-.bench/engine}"
 cache="$HOME/.cache/codesweep/tokenizer-ref"
 mkdir -p "$out" "$cache"

@@ -5,7 +5,7 @@
 # results in runs/demo, tables printed at the end). Running it again resumes and redoes nothing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-golden="${CODESWEEP_GOLDEN:-../shared/golden}"
+golden="${CODESWEEP_GOLDEN:-tests/golden}"
 scripts/fetch-models.sh qwen2.5-coder-0.5b >/dev/null
 for language in python java; do
   mkdir -p "runs/demo-data/$language"

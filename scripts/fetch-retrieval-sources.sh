@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch the project sources the CrossCodeEval retrieval golden vectors were built from
-# (shared/golden/retrieval/<lang>/repos.json): PyPI sdists, npm tarballs and Debian
+# (tests/golden/retrieval/<lang>/repos.json): PyPI sdists, npm tarballs and Debian
 # upstream .orig tarballs, each checked against its sha256, unpacked, and every file the
 # official builder read checked against files.jsonl. Idempotent: a repository already
 # unpacked and verified is skipped; a downloaded artifact with the right checksum is reused.
@@ -8,12 +8,12 @@
 # usage: scripts/fetch-retrieval-sources.sh [DEST_DIR]
 #   DEST_DIR defaults to $CODESWEEP_RETRIEVAL_SOURCES or ~/.cache/codesweep/retrieval-sources.
 #   Result: DEST_DIR/<lang>/<repository>/ is the repository root (pass DEST_DIR/<lang> as --repos).
-#   The golden folder is ../shared/golden (or $CODESWEEP_GOLDEN).
+#   The golden folder is tests/golden (or $CODESWEEP_GOLDEN).
 # Needs python3, pip, npm and apt-get (Debian sources are read through a private apt
 # configuration derived from the system's "deb" entries; the system's apt state is not changed).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-golden="${CODESWEEP_GOLDEN:-$here/../shared/golden}/retrieval"
+golden="${CODESWEEP_GOLDEN:-$here/tests/golden}/retrieval"
 dest="${1:-${CODESWEEP_RETRIEVAL_SOURCES:-$HOME/.cache/codesweep/retrieval-sources}}"
 artifacts="$dest/.artifacts"
 mkdir -p "$artifacts"

@@ -10,7 +10,7 @@
 #
 # Settings (environment): MODEL (qwen2.5-coder-0.5b, from scripts/fetch-models.sh), SIZE (code
 # context tokens, 2048), MAX_NEW_TOKENS (256), REPOS (repositories per language, 1), DATASET (a
-# RepoQA dataset JSON; default $CODESWEEP_GOLDEN/repoqa/dataset.json or ../shared/golden/…),
+# RepoQA dataset JSON; default $CODESWEEP_GOLDEN/repoqa/dataset.json or tests/golden/…),
 # OUT (.bench/repoqa-parity). The scratch Python environment lives in .bench/repoqa-venv.
 #
 # Both sides size contexts with Code Llama's tokenizer: the one scripts/fetch-codellama-tokenizer.sh
@@ -27,7 +27,7 @@ size="${SIZE:-2048}"
 max_new="${MAX_NEW_TOKENS:-256}"
 repos="${REPOS:-1}"
 out="$(realpath -m "${OUT:-.bench/repoqa-parity}")"
-golden="${CODESWEEP_GOLDEN:-../shared/golden}"
+golden="${CODESWEEP_GOLDEN:-tests/golden}"
 dataset_in="${DATASET:-$golden/repoqa/dataset.json}"
 venv=.bench/repoqa-venv
 

@@ -3,7 +3,7 @@
 # tables, the 18 repositories of the retrieval golden vectors and the registry sources of
 # Code Llama's tokenizer (all checksummed and idempotent: ~60 s and ~125 MB under
 # ~/.cache/codesweep the first time, under a second after), then every test of the
-# workspace, golden vectors included (they read ../shared/golden, or $CODESWEEP_GOLDEN), then
+# workspace, golden vectors included (they read tests/golden, or $CODESWEEP_GOLDEN), then
 # scripts/check-k8s.sh on the manifests, the chart and the Dockerfiles (pinned helm, kubectl and
 # linters; the example specs planned by the binary the tests built). Ends with a total line.
 set -euo pipefail

@@ -1,15 +1,11 @@
 //! `codesweep score` as a user runs it: real process, real files; golden outputs and bad input.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn golden() -> PathBuf {
-    let dir = std::env::var_os("CODESWEEP_GOLDEN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden"));
-    assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
-    dir
-}
+use support::golden;
 
 fn codesweep(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_codesweep")).args(args).output().expect("codesweep runs")

@@ -6,8 +6,7 @@
 //! SIGTERM still exports its open run span. With telemetry off nothing may connect to the
 //! collector at all.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -25,6 +24,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
 use opentelemetry_proto::tonic::trace::v1::{status, Span};
 use serde_json::Value;
+use support::{common, golden};
 use tokio_stream::StreamExt;
 
 const EXAMPLES: usize = 10;
@@ -155,14 +155,6 @@ fn int(attributes: &[KeyValue], key: &str) -> i64 {
         Some(any_value::Value::IntValue(v)) => *v,
         other => panic!("attribute {key}: expected an integer, got {other:?} in {attributes:?}"),
     }
-}
-
-fn golden() -> PathBuf {
-    let dir = std::env::var_os("CODESWEEP_GOLDEN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden"));
-    assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
-    dir
 }
 
 /// A tiny model, a file that is not a model, and the first golden Python examples.

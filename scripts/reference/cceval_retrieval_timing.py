@@ -6,7 +6,7 @@ Usage:
   pip install rank-bm25==0.2.2 scikit-learn nltk
   python3 scripts/reference/cceval_retrieval_timing.py \
       --prompt-builder /path/to/cceval/prompt_builder \
-      --examples ../shared/golden/cceval/python/examples.jsonl \
+      --examples tests/golden/cceval/python/examples.jsonl \
       --repos ~/.cache/codesweep/retrieval-sources --language python \
       --punkt ~/.cache/codesweep/punkt_tab/english [--limit 20] [--results out.jsonl]
 

@@ -28,9 +28,9 @@ PyPI 0.1.2 release predates it and has no such parameter).
 
 Examples (a virtual environment with repoqa, transformers, tokenizers, tree-sitter 0.21.3 and
 tree-sitter-languages 1.10.2; see tasks/tests/data/README-repoqa-codellama-spans.md):
-  python scripts/reference/repoqa_context_spans.py --dataset ../shared/golden/repoqa/dataset.json \
+  python scripts/reference/repoqa_context_spans.py --dataset tests/golden/repoqa/dataset.json \
       --tokenizer regex --size 16384 --clean-comments none --contexts /tmp/contexts_16384_none.jsonl
-  python scripts/reference/repoqa_context_spans.py --dataset ../shared/golden/repoqa/dataset.json \
+  python scripts/reference/repoqa_context_spans.py --dataset tests/golden/repoqa/dataset.json \
       --tokenizer "$(scripts/fetch-codellama-tokenizer.sh)" --size 4096 --clean-comments no_padding \
       --spans tasks/tests/data/repoqa_codellama_spans.jsonl --append
 """

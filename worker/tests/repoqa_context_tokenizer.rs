@@ -9,25 +9,17 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use codesweep_engine::TextTokenizer;
 use codesweep_tasks::input::parse_json_document;
 use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
 use codesweep_tasks::repoqa::{Language, RepoqaGrammars};
 use codesweep_worker::context_tokenizer;
-use common::codellama_tokenizer_file;
+use common::{codellama_tokenizer_file, golden_dir};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-
-fn golden_dir() -> PathBuf {
-    let dir = std::env::var_os("CODESWEEP_GOLDEN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden"));
-    assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
-    dir
-}
 
 fn reference_spans() -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tasks/tests/data/repoqa_codellama_spans.jsonl");

@@ -20,11 +20,11 @@ pub fn codesweep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_codesweep"))
 }
 
-/// `$CODESWEEP_GOLDEN`, else `shared/golden` beside the repository.
+/// `$CODESWEEP_GOLDEN`, else the repository's `tests/golden`.
 pub fn golden() -> PathBuf {
     let dir = std::env::var_os("CODESWEEP_GOLDEN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden"));
     assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
     dir
 }

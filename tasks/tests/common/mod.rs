@@ -1,16 +1,16 @@
-//! Shared helpers for the golden tests: locating `shared/golden` and comparing JSON values.
+//! Shared helpers for the golden tests: locating `tests/golden` and comparing JSON values.
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// `$CODESWEEP_GOLDEN`, else `shared/golden` beside the repository. A missing folder is a
+/// `$CODESWEEP_GOLDEN`, else the repository's `tests/golden`. A missing folder is a
 /// failure, never a skip: these tests are the proof that our numbers equal the official ones.
 pub fn golden_dir() -> PathBuf {
     let dir = std::env::var_os("CODESWEEP_GOLDEN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/golden"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden"));
     assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
     dir
 }

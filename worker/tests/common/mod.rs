@@ -1,4 +1,5 @@
-//! Fixtures the worker's integration tests share.
+//! Fixtures the worker's integration tests share (each test binary uses some of them).
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 
@@ -11,4 +12,13 @@ pub fn codellama_tokenizer_file() -> PathBuf {
     let path = cache.join("tokenizers/codellama-7b-instruct-standin/tokenizer.json");
     assert!(path.is_file(), "{} is missing: run scripts/fetch-codellama-tokenizer.sh", path.display());
     path
+}
+
+/// The golden vectors: `$CODESWEEP_GOLDEN`, else the repository's `tests/golden`.
+pub fn golden_dir() -> PathBuf {
+    let dir = std::env::var_os("CODESWEEP_GOLDEN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden"));
+    assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
+    dir
 }
