@@ -73,7 +73,8 @@ pub fn cache_dir() -> PathBuf {
 /// Checks a file's content; `Err` says what is wrong.
 pub type ContentCheck = fn(&Path) -> Result<(), String>;
 
-/// A file pinned by URL and checksum, kept at a fixed place in the cache.
+/// A file fetched once from a URL into a fixed place in the cache, checked by its sha256 and
+/// by its content where those are known (a user's own URL may have neither).
 #[derive(Debug, Clone)]
 pub struct PinnedFile {
     /// What it is, for messages ("CodeLlama-7b-Instruct's tokenizer.json").

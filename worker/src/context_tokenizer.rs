@@ -93,12 +93,19 @@ pub async fn resolve(choice: &str, key: &str, cache: &Path) -> Result<ContextTok
             .map_err(|e| input(format!("fetching the context tokenizer panicked: {e}")))?
             .map_err(|e| input(e.to_string()))?
     } else if choice.starts_with("http://") || choice.starts_with("https://") {
-        let url = choice.to_string();
-        let dest = cache.join("context-tokenizers").join(url_folder(choice)).join("tokenizer.json");
-        tokio::task::spawn_blocking(move || fetch_url(&url, &dest))
+        // The user's own URL: fetched once into the cache, whole, like the official file.
+        let download = PinnedFile {
+            what: format!("context tokenizer {choice}"),
+            url: choice.to_string(),
+            sha256: None,
+            content_check: None,
+            path: cache.join("context-tokenizers").join(url_folder(choice)).join("tokenizer.json"),
+            offline_hint: "Without a network, set `[repoqa] context_tokenizer` to a local copy.".into(),
+        };
+        tokio::task::spawn_blocking(move || download.ensure())
             .await
             .map_err(|e| input(format!("fetching the context tokenizer panicked: {e}")))?
-            .map_err(|e| input(format!("context tokenizer {choice}: {e}")))?
+            .map_err(|e| input(e.to_string()))?
     } else {
         let dest = cache.join("context-tokenizers").join(url_folder(choice));
         RunStore::download_to(choice, &dest).await?
@@ -117,22 +124,4 @@ fn url_folder(url: &str) -> String {
     let digest = url.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
     let safe: String = url.chars().rev().take(40).filter(|c| c.is_ascii_alphanumeric() || "._-".contains(*c)).collect();
     format!("{}-{digest:016x}", safe.chars().rev().collect::<String>())
-}
-
-/// Downloads a URL to `dest` (whole, then renamed), once.
-fn fetch_url(url: &str, dest: &Path) -> Result<PathBuf, String> {
-    if dest.is_file() {
-        return Ok(dest.to_path_buf());
-    }
-    let folder = dest.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
-    let response = ureq::get(url).call().map_err(|e| format!("cannot fetch it: {e}"))?;
-    let partial = dest.with_extension(format!("{}.partial", std::process::id()));
-    let mut file = std::fs::File::create(&partial).map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
-    std::io::copy(&mut response.into_body().into_reader(), &mut file).map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        format!("the download broke off: {e}")
-    })?;
-    std::fs::rename(&partial, dest).map_err(|e| format!("cannot move {} into place: {e}", dest.display()))?;
-    Ok(dest.to_path_buf())
 }
