@@ -38,8 +38,22 @@ pub fn status(args: StatusArgs) -> Result<()> {
                 .into_inner()
         };
         let mut text = describe(&status) + "\n";
-        for model in &status.models {
-            text.push_str(&format!("  {}: {}/{} shards, {} worker(s)\n", model.model, model.shards_done, model.shards_total, model.workers));
+        for pool in &status.pools {
+            let waiting = if pool.workers == 0 && pool.shards_done + pool.shards_failed < pool.shards_total {
+                " (no live worker serves this pool: is its worker Job running with --pool?)"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "  pool {}: {}/{} shards done, {} running, {} failed, {} worker(s){waiting}\n",
+                pool.pool, pool.shards_done, pool.shards_total, pool.shards_running, pool.shards_failed, pool.workers
+            ));
+            for model in status.models.iter().filter(|m| m.pool == pool.pool) {
+                text.push_str(&format!(
+                    "    {}: {}/{} shards done, {} running, {} failed, {} worker(s) with it loaded\n",
+                    model.model, model.shards_done, model.shards_total, model.shards_running, model.shards_failed, model.workers
+                ));
+            }
         }
         for failure in &status.failures {
             text.push_str(&format!("  failed {} after {} attempt(s): {}\n", failure.shard_id, failure.attempts, failure.error));

@@ -36,7 +36,12 @@ pub struct Args {
 
 /// Runs the sweep; prints the tables and where the results are.
 pub fn run(args: Args) -> Result<()> {
-    let spec = SweepSpec::load(&args.spec)?;
+    let mut spec = SweepSpec::load(&args.spec)?;
+    // One machine runs every model: its local workers serve every pool, so all models go to
+    // the one pool they serve (placement is no part of a run's identity).
+    for model in &mut spec.models {
+        model.pool = None;
+    }
     let workers = args.workers.unwrap_or(spec.workers.count).max(1);
     let runtime = runtime()?;
     let mut telemetry = start_telemetry(&runtime, &telemetry_config("run", &args.telemetry, spec.telemetry.as_ref()), "warn")?;
@@ -94,6 +99,10 @@ async fn sweep(args: Args, spec: SweepSpec, workers: usize, service: Coordinator
             model_cache: expand_home(std::path::Path::new("~/.cache/codesweep/models")),
             connect_timeout: Duration::from_secs(10),
             reconnect_for: Duration::from_secs(10),
+            pool: String::new(),
+            models: Vec::new(),
+            run: None,
+            wait_for: None,
         };
         handles.push(tokio::spawn(run_worker(config, stop.clone())));
     }

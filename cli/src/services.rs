@@ -11,9 +11,9 @@ use codesweep_coordinator::spec::expand_home;
 use codesweep_proto::tls::ServerTls;
 use codesweep_proto::RunState;
 use codesweep_store::{RunLayout, RunStore};
-use codesweep_worker::{run_worker, StopMode, WorkerConfig};
+use codesweep_worker::{run_worker, RunRef, StopMode, WorkerConfig};
 
-use crate::cluster::{read_token, runtime, stop_on_signals, CoordinatorFlags};
+use crate::cluster::{read_token, runtime, split_run_uri, stop_on_signals, CoordinatorFlags};
 use crate::exit::{self, exit_with};
 use crate::telemetry::{start_telemetry, telemetry_config, TelemetryFlags};
 
@@ -145,6 +145,10 @@ async fn batch_outcome(runs: &[(String, String, RunState)], stopped_early: bool)
         let store = RunStore::open(url).with_context(|| format!("cannot open the store {url} of run {run_id}"))?;
         let report = build_report(&store, run_id, Scoring::Stored).await.with_context(|| format!("run {run_id}: cannot build its report"))?;
         write_report(&store, &report).await.with_context(|| format!("run {run_id}: cannot write its report"))?;
+        // Last: workers that start later (or outlive this process) read it and exit 0.
+        let ended = serde_json::json!({ "state": state.as_str_name().trim_start_matches("RUN_STATE_").to_lowercase() });
+        let key = RunLayout::new(run_id).ended();
+        store.put(&key, ended.to_string()).await.with_context(|| format!("run {run_id}: cannot write {key}"))?;
         tracing::info!(run = %run_id, state = ?state, report = %format!("{}/{}", store.url(), RunLayout::new(run_id).report("")), "wrote the run's report");
     }
     if stopped_early {
@@ -183,8 +187,49 @@ pub struct WorkerArgs {
     /// rebuilds its state from the store; the shard in hand keeps running and is re-adopted).
     #[arg(long, default_value_t = 300.0)]
     reconnect_seconds: f64,
+    /// The worker pool this worker serves: it leases only shards of models whose `pool` (in
+    /// the spec's [[models]]) is this name. Models without `pool` are in the pool "default".
+    #[arg(long, env = "CODESWEEP_POOL", default_value = codesweep_coordinator::pools::DEFAULT_POOL)]
+    pool: String,
+    /// Run only these models of the pool (comma-separated names; default: all of them).
+    #[arg(long, value_delimiter = ',')]
+    models: Vec<String>,
+    /// The run this worker serves, as <store>/<run id> (what `codesweep report` takes): when the
+    /// coordinator is unreachable and the run has ended, the worker exits 0 at once instead of
+    /// waiting out --connect-timeout (a late or replacement pod of a batch Job).
+    #[arg(long, value_name = "STORE/RUN")]
+    run: Option<String>,
+    /// Wait until this URL answers GET with a 2xx status before leasing (an inference
+    /// sidecar's readiness, e.g. http://127.0.0.1:8000/health).
+    #[arg(long, value_name = "URL")]
+    wait_for: Option<String>,
+    /// Seconds to wait for --wait-for (loading a big model into a server takes a while).
+    #[arg(long, default_value_t = 1800.0)]
+    wait_for_timeout: f64,
+    /// A file that must be readable before leasing (a local model of the pool); otherwise the
+    /// worker exits with status 78 before leasing. Repeatable.
+    #[arg(long, value_name = "PATH")]
+    require_file: Vec<std::path::PathBuf>,
     #[command(flatten)]
     telemetry: TelemetryFlags,
+}
+
+/// Why a worker cannot work here, found before it leases anything: a device this build or
+/// machine lacks, or a model file it cannot read.
+fn worker_preflight(args: &WorkerArgs) -> Result<(), String> {
+    if let Err(e) = codesweep_engine::parse_device(&args.device) {
+        return Err(format!("--device {}: {e}", args.device));
+    }
+    if let Err(e) = codesweep_coordinator::pools::check_pool_name(&args.pool) {
+        return Err(format!("--pool: {e}"));
+    }
+    for path in &args.require_file {
+        let readable = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut [0u8; 1]));
+        if let Err(e) = readable {
+            return Err(format!("--require-file {}: cannot read it: {e}; is the models volume mounted?", path.display()));
+        }
+    }
+    Ok(())
 }
 
 /// The default worker name: `$HOSTNAME` (the pod name on Kubernetes) or "worker".
@@ -197,12 +242,19 @@ pub fn default_worker_name() -> String {
 pub fn worker(args: WorkerArgs) -> Result<()> {
     let runtime = runtime()?;
     let mut telemetry = start_telemetry(&runtime, &telemetry_config("worker", &args.telemetry, None), "info")?;
-    // A device this build or machine lacks would fail every shard it leased: refuse before
-    // connecting, with a status that tells a Job not to retry the same pod.
-    if let Err(e) = codesweep_engine::parse_device(&args.device) {
+    // A device this build or machine lacks, or a model it cannot read, would fail every shard
+    // it leased: refuse before connecting, with a status that tells a Job not to retry.
+    if let Err(e) = worker_preflight(&args) {
         telemetry.shutdown();
-        return Err(exit_with(exit::CONFIG, format!("--device {}: {e}; this worker leases nothing", args.device)));
+        return Err(exit_with(exit::CONFIG, format!("{e}; this worker leases nothing")));
     }
+    let run = match args.run.as_deref().map(split_run_uri).transpose() {
+        Ok(run) => run.map(|(store_url, run_id)| RunRef { store_url, run_id }),
+        Err(e) => {
+            telemetry.shutdown();
+            return Err(exit_with(exit::CONFIG, format!("--run: {e:#}")));
+        }
+    };
     let result = runtime.block_on(async move {
         let config = WorkerConfig {
             coordinator: args.coordinator.coordinator.clone(),
@@ -213,11 +265,16 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
             model_cache: expand_home(std::path::Path::new(&args.model_cache)),
             connect_timeout: Duration::from_secs_f64(args.connect_timeout.max(0.0)),
             reconnect_for: Duration::from_secs_f64(args.reconnect_seconds.max(0.0)),
+            pool: args.pool,
+            models: args.models,
+            run,
+            wait_for: args.wait_for.map(|url| (url, Duration::from_secs_f64(args.wait_for_timeout.max(0.0)))),
         };
         let stop = stop_on_signals();
         let report = run_worker(config, stop.clone()).await?;
         let signalled = *stop.borrow() != StopMode::Run;
-        let how = if signalled { "stopped by signal" } else { "no work left" };
+        let ended = report.run_ended.as_ref().map(|state| format!("the run had already ended ({state})"));
+        let how = ended.as_deref().unwrap_or(if signalled { "stopped by signal" } else { "no work left" });
         tracing::info!(
             reason = how,
             shards_done = report.shards_done,

@@ -77,7 +77,7 @@ fn schedule_memory(shards: usize) -> u64 {
     let timings = Timings { lease_ttl: Duration::from_secs(60), max_attempts: 3, retry_backoff: Duration::from_secs(1) };
     let before = rss_bytes();
     let mut schedule = Schedule::new();
-    schedule.add_run(&plan, "memory://x", timings, &Default::default(), &Default::default(), Instant::now());
+    schedule.add_run(&plan, "memory://x", timings, &Default::default(), &Default::default(), &Default::default(), Instant::now());
     drop(plan);
     let after = rss_bytes();
     std::hint::black_box(&schedule);
@@ -125,14 +125,14 @@ async fn one_run(data: &Path, args: &Args, run: usize) -> Result<(f64, f64), Str
         tasks.push(tokio::spawn(async move {
             let mut client = codesweep_proto::client::connect(&address, Some("bench-token"), None, Duration::from_secs(10)).await?;
             let worker_id = client
-                .register_worker(RegisterWorkerRequest { name: format!("sim{w}"), device: "none".into() })
+                .register_worker(RegisterWorkerRequest { name: format!("sim{w}"), device: "none".into(), ..Default::default() })
                 .await
                 .map_err(|s| s.message().to_string())?
                 .into_inner()
                 .worker_id;
             loop {
                 let answer = client
-                    .lease_shard(LeaseShardRequest { worker_id: worker_id.clone(), loaded_model: "m".into() })
+                    .lease_shard(LeaseShardRequest { worker_id: worker_id.clone(), loaded_model: "m".into(), ..Default::default() })
                     .await
                     .map_err(|s| s.message().to_string())?
                     .into_inner();

@@ -3,6 +3,7 @@
 //! - [`spec`]: the sweep spec (TOML/YAML/JSON through the `config` crate, environment
 //!   overrides `CODESWEEP__SECTION__KEY`), validated before anything runs.
 //! - [`plan`]: expands a spec into self-contained shard inputs written once to the store.
+//! - [`pools`]: which workers may run which model (a pool per model size or server).
 //! - [`schedule`]: leases with TTLs, retries with backoff, model affinity — pure state, no I/O.
 //! - [`holds`]: the runs this coordinator holds in their stores, so no second coordinator
 //!   serves them at the same time.
@@ -15,6 +16,7 @@
 
 pub mod holds;
 pub mod plan;
+pub mod pools;
 pub mod report;
 mod run_span;
 pub mod schedule;

@@ -179,13 +179,18 @@ fn records_error(errors: &[RecordError]) -> PlanError {
 pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanError> {
     let layout = RunLayout::new(&spec.run.name);
     // Where telemetry goes is no part of what the run computes: a run resumes with it changed.
-    let identity = SweepSpec { telemetry: None, ..spec.clone() };
-    let spec_json = serde_json::to_string_pretty(&identity).map_err(|e| data_error(Path::new("spec"), e.to_string()))?;
-    if let Some(stored) = store.get_text(&layout.spec()).await? {
-        if stored != spec_json {
+    let stored_form = SweepSpec { telemetry: None, ..spec.clone() };
+    let spec_json = to_json(&stored_form, "spec")?;
+    if let Some(stored) = load_spec(store, &layout).await? {
+        // Nor is which pool runs a model: a run resumes with its models moved between pools,
+        // and the stored spec takes the new placement (a restarted coordinator reads it).
+        if to_json(&without_pools(&stored), "spec")? != to_json(&without_pools(&stored_form), "spec")? {
             return Err(PlanError::SpecChanged { run_id: spec.run.name.clone(), store: store.url().to_string() });
         }
         if let Some(plan) = load_plan(store, &layout).await? {
+            if stored.models.iter().map(|m| &m.pool).ne(stored_form.models.iter().map(|m| &m.pool)) {
+                store.put(&layout.spec(), spec_json).await?;
+            }
             return Ok(plan);
         }
     }
@@ -201,11 +206,29 @@ pub async fn plan_run(spec: &SweepSpec, store: &RunStore) -> Result<Plan, PlanEr
         store.put(&key, text).await?;
     }
     let plan = Plan { run_id: spec.run.name.clone(), shards };
-    let plan_json = serde_json::to_string_pretty(&plan).map_err(|e| data_error(Path::new("plan"), e.to_string()))?;
+    let plan_json = to_json(&plan, "plan")?;
     store.put(&layout.plan(), plan_json).await?;
     // The spec goes last: a run whose spec exists has a complete plan.
     store.put(&layout.spec(), spec_json).await?;
     Ok(plan)
+}
+
+fn to_json<T: Serialize>(value: &T, what: &str) -> Result<String, PlanError> {
+    serde_json::to_string_pretty(value).map_err(|e| data_error(Path::new(what), e.to_string()))
+}
+
+/// A spec with every model in the default pool.
+fn without_pools(spec: &SweepSpec) -> SweepSpec {
+    let mut spec = spec.clone();
+    for model in &mut spec.models {
+        model.pool = None;
+    }
+    spec
+}
+
+/// The model as a shard input records it: what the shard computes, without its placement.
+fn shard_model(model: &codesweep_store::records::ModelSpec) -> codesweep_store::records::ModelSpec {
+    codesweep_store::records::ModelSpec { pool: None, ..model.clone() }
 }
 
 /// The setting name of a RepoQA context configuration, e.g. `ctx16384_none`.
@@ -250,7 +273,7 @@ fn plan_repoqa(
                 let header = ShardHeader {
                     run_id: spec.run.name.clone(),
                     shard_id: id.clone(),
-                    model: model.clone(),
+                    model: shard_model(model),
                     benchmark: Benchmark::Repoqa,
                     language: language.clone(),
                     setting: setting.clone(),
@@ -293,7 +316,7 @@ fn plan_cceval(
                 let header = ShardHeader {
                     run_id: spec.run.name.clone(),
                     shard_id: id.clone(),
-                    model: model.clone(),
+                    model: shard_model(model),
                     benchmark: Benchmark::Cceval,
                     language: cell.language.name().to_string(),
                     setting: cell.setting.clone(),

@@ -5,6 +5,7 @@
 //!   attempt and returns the shard to the queue;
 //! - a failed attempt is retried after `retry_backoff × 2^(attempt−1)` (capped at 60 s) until
 //!   `max_attempts`, then the shard is failed for good and the run finishes the rest;
+//! - a worker gets only shards of its pool's models (see [`crate::pools`]);
 //! - a worker gets shards of the model it has loaded while any are waiting; otherwise the
 //!   model with the most waiting examples per worker already on it, so sizes finish together.
 
@@ -16,6 +17,7 @@ use codesweep_store::RunLayout;
 use codesweep_telemetry::{instruments, KeyValue};
 
 use crate::plan::{Plan, PlannedShard};
+use crate::pools::{Serves, DEFAULT_POOL};
 
 mod queue;
 mod status;
@@ -59,6 +61,8 @@ struct RunEntry {
     layout: RunLayout,
     /// Shard id → index in `shards`.
     index_of: HashMap<String, usize>,
+    /// Model → the pool that runs it (models absent here run in the default pool).
+    pools: HashMap<String, String>,
     store_url: String,
     timings: Timings,
     shards: Vec<ShardEntry>,
@@ -71,7 +75,18 @@ struct RunEntry {
 struct WorkerEntry {
     loaded_model: String,
     last_seen: Instant,
+    serves: Serves,
 }
+
+impl WorkerEntry {
+    fn new(serves: Serves, now: Instant) -> Self {
+        Self { loaded_model: String::new(), last_seen: now, serves }
+    }
+}
+
+/// A worker that has not called for this long is not counted in status (it has exited or lost
+/// its node; an idle worker asks for work every few seconds, a busy one heartbeats).
+const WORKER_SILENCE: Duration = Duration::from_secs(60);
 
 /// A lease handed to a worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +138,8 @@ pub struct Schedule {
     /// coordinator process (before a restart) are recognised as such.
     instance: String,
     runs: Vec<RunEntry>,
-    /// Shards waiting to be leased.
-    queue: Queue,
+    /// Shards waiting to be leased, by pool.
+    queues: HashMap<String, Queue>,
     /// No new leases before this instant (after a restart, so running workers can re-adopt theirs).
     hold_leases_until: Option<Instant>,
     leases: HashMap<String, (usize, usize)>,
@@ -147,7 +162,7 @@ impl Default for Schedule {
         Self {
             instance: format!("{:08x}", rand::random::<u32>()),
             runs: Vec::new(),
-            queue: Queue::default(),
+            queues: HashMap::new(),
             hold_leases_until: None,
             leases: HashMap::new(),
             workers: HashMap::new(),
@@ -180,12 +195,15 @@ impl Schedule {
     }
 
     /// Adds a run (or replaces one with the same id): `done` shards have result objects,
-    /// `failed` ones a final failure record; the rest are queued.
+    /// `failed` ones a final failure record; the rest are queued in their model's pool
+    /// (`pools`: model → pool; absent models run in the default pool).
+    #[allow(clippy::too_many_arguments)]
     pub fn add_run(
         &mut self,
         plan: &Plan,
         store_url: &str,
         timings: Timings,
+        pools: &HashMap<String, String>,
         done: &HashSet<String>,
         failed: &HashMap<String, String>,
         now: Instant,
@@ -215,6 +233,7 @@ impl Schedule {
         let entry = RunEntry {
             layout: RunLayout::new(&plan.run_id),
             index_of,
+            pools: pools.clone(),
             store_url: store_url.to_string(),
             timings,
             shards,
@@ -231,7 +250,7 @@ impl Schedule {
 
     /// Recomputes the queue from the shard states (after runs are added or cancelled).
     fn rebuild_queue(&mut self, now: Instant) {
-        self.queue.clear();
+        self.queues.clear();
         for r in 0..self.runs.len() {
             for i in 0..self.runs[r].shards.len() {
                 if let ShardState::Pending { not_before } = self.runs[r].shards[i].state {
@@ -248,23 +267,28 @@ impl Schedule {
         if run.cancelled {
             return;
         }
+        let planned = &run.shards[i].planned;
+        let queue = self.queues.entry(run.pool_of(&planned.model).to_string()).or_default();
         if not_before <= now {
-            let planned = &run.shards[i].planned;
-            self.queue.add_ready(&planned.model, (r, i), planned.examples as u64);
+            queue.add_ready(&planned.model, (r, i), planned.examples as u64);
         } else {
-            self.queue.delay(not_before, (r, i));
+            queue.delay(not_before, (r, i));
         }
     }
 
     /// Takes a shard out of the ready queue (it is leased or done).
     fn dequeue(&mut self, (r, i): At) {
-        let planned = &self.runs[r].shards[i].planned;
-        self.queue.remove_ready(&planned.model, (r, i), planned.examples as u64);
+        let run = &self.runs[r];
+        let planned = &run.shards[i].planned;
+        if let Some(queue) = self.queues.get_mut(run.pool_of(&planned.model)) {
+            queue.remove_ready(&planned.model, (r, i), planned.examples as u64);
+        }
     }
 
     /// Moves shards whose backoff has ended into the ready queue.
     fn promote(&mut self, now: Instant) {
-        for (due, (r, i)) in self.queue.due(now) {
+        let due: Vec<(Instant, At)> = self.queues.values_mut().flat_map(|q| q.due(now)).collect();
+        for (due, (r, i)) in due {
             let still_waiting = matches!(
                 self.runs.get(r).and_then(|run| run.shards.get(i)).map(|s| &s.state),
                 Some(ShardState::Pending { not_before }) if *not_before == due
@@ -288,10 +312,15 @@ impl Schedule {
         self.hold_leases_until = Some(until);
     }
 
-    /// Registers a worker and returns its id.
+    /// Registers a worker of the default pool and returns its id.
     pub fn register_worker(&mut self, now: Instant) -> String {
+        self.register_worker_serving(Serves::default(), now)
+    }
+
+    /// Registers a worker that runs what `serves` says and returns its id.
+    pub fn register_worker_serving(&mut self, serves: Serves, now: Instant) -> String {
         let id = self.fresh_id("worker");
-        self.workers.insert(id.clone(), WorkerEntry { loaded_model: String::new(), last_seen: now });
+        self.workers.insert(id.clone(), WorkerEntry::new(serves, now));
         id
     }
 
@@ -349,33 +378,47 @@ impl Schedule {
         std::mem::take(&mut self.final_failures)
     }
 
-    /// The next shard for `worker_id`, which has `loaded_model` loaded ("" for none); `None`
-    /// when nothing is ready. Unknown workers are registered on the fly (a restarted
-    /// coordinator keeps serving the workers it had).
+    /// The next shard for `worker_id` (as registered), which has `loaded_model` loaded ("" for
+    /// none); `None` when nothing it can run is ready.
     pub fn lease(&mut self, worker_id: &str, loaded_model: &str, now: Instant) -> Option<Grant> {
+        self.lease_as(worker_id, None, loaded_model, now)
+    }
+
+    /// [`Schedule::lease`] for a worker that says what it `serves` with each request, so a
+    /// restarted coordinator, which registers unknown workers on the fly, keeps their pools.
+    pub fn lease_as(&mut self, worker_id: &str, serves: Option<&Serves>, loaded_model: &str, now: Instant) -> Option<Grant> {
         self.expire(now);
         let worker = self
             .workers
             .entry(worker_id.to_string())
-            .or_insert(WorkerEntry { loaded_model: String::new(), last_seen: now });
+            .or_insert_with(|| WorkerEntry::new(serves.cloned().unwrap_or_default(), now));
+        if let Some(serves) = serves {
+            worker.serves.clone_from(serves);
+        }
         worker.loaded_model = loaded_model.to_string();
         worker.last_seen = now;
         if self.hold_leases_until.is_some_and(|until| now < until) {
             return None;
         }
         self.promote(now);
-        let alive = |w: &WorkerEntry| now.saturating_duration_since(w.last_seen) < Duration::from_secs(300);
-        let chosen = match self.queue.first(loaded_model) {
+        let serves = &self.workers[worker_id].serves;
+        let queue = self.queues.get(&serves.pool)?;
+        let alive = |w: &WorkerEntry| now.saturating_duration_since(w.last_seen) < WORKER_SILENCE;
+        let first_of_loaded = Some(loaded_model).filter(|m| serves.allows(m)).and_then(|m| queue.first(m));
+        let chosen = match first_of_loaded {
             Some(at) => at,
             None => {
                 let workers_on = |model: &str| {
                     self.workers
                         .iter()
-                        .filter(|(id, w)| id.as_str() != worker_id && w.loaded_model == model && alive(w))
+                        .filter(|(id, w)| {
+                            id.as_str() != worker_id && w.serves.pool == serves.pool && w.loaded_model == model && alive(w)
+                        })
                         .count() as u64
                 };
                 // Most waiting examples per worker already on the model; ties go to plan order.
-                let best = self.queue.models().into_iter().fold(None::<(At, u64, u64)>, |best, (model, at, work)| {
+                let candidates = queue.models().into_iter().filter(|(model, _, _)| serves.allows(model));
+                let best = candidates.fold(None::<(At, u64, u64)>, |best, (model, at, work)| {
                     let helpers = workers_on(model) + 1;
                     match best {
                         Some((_, w, h)) if work * h <= w * helpers => best,
@@ -408,15 +451,17 @@ impl Schedule {
         })
     }
 
-    /// How long a worker that got nothing should wait before asking again.
-    pub fn retry_after(&self, now: Instant) -> Duration {
+    /// How long a worker that got nothing should wait before asking again: until the next
+    /// retry of its pool comes due, or a short poll when its pool has nothing scheduled.
+    pub fn retry_after(&self, worker_id: &str, now: Instant) -> Duration {
         if let Some(until) = self.hold_leases_until.filter(|until| now < *until) {
             return until.saturating_duration_since(now).clamp(Duration::from_millis(50), Duration::from_secs(2));
         }
-        let wait = if self.queue.any_ready() {
-            Duration::ZERO
-        } else {
-            self.queue.next_due().map_or(Duration::from_millis(500), |due| due.saturating_duration_since(now))
+        let serves = self.workers.get(worker_id).map(|w| w.serves.clone()).unwrap_or_default();
+        let wait = match self.queues.get(&serves.pool) {
+            Some(queue) if queue.models().iter().any(|(model, _, _)| serves.allows(model)) => Duration::ZERO,
+            Some(queue) => queue.next_due().map_or(Duration::from_millis(500), |due| due.saturating_duration_since(now)),
+            None => Duration::from_millis(500),
         };
         wait.clamp(Duration::from_millis(50), Duration::from_secs(2))
     }
@@ -483,7 +528,7 @@ impl Schedule {
         self.leases.insert(lease_id.to_string(), (r, i));
         self.workers
             .entry(worker_id.to_string())
-            .or_insert(WorkerEntry { loaded_model: String::new(), last_seen: now })
+            .or_insert_with(|| WorkerEntry::new(Serves::default(), now))
             .loaded_model
             .clone_from(&self.runs[r].shards[i].planned.model);
         true
@@ -560,6 +605,13 @@ impl Schedule {
     /// Ids of the known runs.
     pub fn run_ids(&self) -> Vec<String> {
         self.runs.iter().map(|r| r.layout.run_id().to_string()).collect()
+    }
+}
+
+impl RunEntry {
+    /// The pool that runs `model`.
+    fn pool_of(&self, model: &str) -> &str {
+        self.pools.get(model).map_or(DEFAULT_POOL, String::as_str)
     }
 }
 

@@ -21,6 +21,7 @@ use codesweep_proto::auth::RequireToken;
 use codesweep_proto::tls::ServerTls;
 use crate::holds::{RunHolds, DEFAULT_HOLD_TTL};
 use crate::plan::{load_plan, load_spec, plan_run, Plan, PlanError};
+use crate::pools::{model_pools, Serves};
 use crate::report::{done_shards, failed_shards};
 use crate::run_span::RunSpans;
 use crate::schedule::{Schedule, Timings};
@@ -142,7 +143,7 @@ impl CoordinatorService {
         let (done, failed) = stored_outcomes(&store, &layout).await.map_err(internal)?;
         let failed = if retry_failed { HashMap::new() } else { failed };
         let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
-        self.schedule()?.add_run(&plan, store.url(), timings(spec), &done, &failed, Instant::now());
+        self.schedule()?.add_run(&plan, store.url(), timings(spec), &model_pools(spec), &done, &failed, Instant::now());
         self.open_run_span(&plan, already_done);
         tracing::info!(run = %plan.run_id, shards = plan.shards.len(), already_done, "run submitted");
         Ok(SubmitRunResponse { run_id: plan.run_id, shards: plan.shards.len() as u32, already_done })
@@ -168,7 +169,8 @@ impl CoordinatorService {
                 continue;
             };
             let (done, failed) = stored_outcomes(&store, &layout).await.map_err(internal)?;
-            self.schedule()?.add_run(&plan, store.url(), timings(&spec), &done, &failed, Instant::now());
+            let pools = model_pools(&spec);
+            self.schedule()?.add_run(&plan, store.url(), timings(&spec), &pools, &done, &failed, Instant::now());
             let already_done = plan.shards.iter().filter(|s| done.contains(&s.shard_id)).count() as u32;
             self.open_run_span(&plan, already_done);
             recovered.push(run_id.to_string());
@@ -280,8 +282,11 @@ impl Coordinator for CoordinatorService {
         request: Request<RegisterWorkerRequest>,
     ) -> Result<Response<RegisterWorkerResponse>, Status> {
         let request = request.into_inner();
-        let worker_id = self.schedule()?.register_worker(Instant::now());
-        tracing::info!(worker = %worker_id, name = %request.name, device = %request.device, "worker registered");
+        let serves = Serves::announced(&request.pool, &request.models);
+        let models = if serves.models.is_empty() { "all".to_string() } else { serves.models.join(",") };
+        let pool = serves.pool.clone();
+        let worker_id = self.schedule()?.register_worker_serving(serves, Instant::now());
+        tracing::info!(worker = %worker_id, name = %request.name, device = %request.device, %pool, %models, "worker registered");
         Ok(Response::new(RegisterWorkerResponse {
             worker_id,
             lease_ttl_ms: self.default_ttl.as_millis() as u64,
@@ -294,8 +299,9 @@ impl Coordinator for CoordinatorService {
         let now = Instant::now();
         let (grant, retry_after, finished) = {
             let mut schedule = self.schedule()?;
-            let grant = schedule.lease(&request.worker_id, &request.loaded_model, now);
-            (grant, schedule.retry_after(now), schedule.all_finished())
+            let serves = Serves::announced(&request.pool, &request.models);
+            let grant = schedule.lease_as(&request.worker_id, Some(&serves), &request.loaded_model, now);
+            (grant, schedule.retry_after(&request.worker_id, now), schedule.all_finished())
         };
         self.record_failures().await?;
         self.close_ended_run_spans();

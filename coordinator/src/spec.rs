@@ -339,6 +339,14 @@ impl SweepSpec {
             if model.endpoint.is_none() && model.chat {
                 return invalid(key("chat"), "only for `endpoint` models; local models use their own chat template".into());
             }
+            if let Err(e) = model.pool.as_deref().map_or(Ok(()), crate::pools::check_pool_name) {
+                return invalid(key("pool"), e);
+            }
+            match (&model.sha256, &model.path) {
+                (Some(_), None) => return invalid(key("sha256"), "only for models given by `path`".into()),
+                (Some(sha), Some(_)) => crate::pools::check_sha256(sha).or_else(|e| invalid(key("sha256"), e))?,
+                _ => {}
+            }
             if let Some(p) = model.parameters {
                 if p.is_nan() || p <= 0.0 {
                     return invalid(key("parameters"), "must be a positive parameter count".into());

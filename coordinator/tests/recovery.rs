@@ -71,13 +71,13 @@ async fn restart_recovers_from(dir: &std::path::Path, store_url: &str) {
     assert_eq!((status.shards_done, status.shards_failed, status.shards_total), (1, 1, 3));
     assert_eq!(status.failures[0].error, "boom");
     let worker = second
-        .register_worker(tonic::Request::new(RegisterWorkerRequest { name: "w".into(), device: "cpu".into() }))
+        .register_worker(tonic::Request::new(RegisterWorkerRequest { name: "w".into(), device: "cpu".into(), ..Default::default() }))
         .await
         .unwrap()
         .into_inner()
         .worker_id;
     let lease = |loaded: &str| {
-        tonic::Request::new(LeaseShardRequest { worker_id: worker.clone(), loaded_model: loaded.to_string() })
+        tonic::Request::new(LeaseShardRequest { worker_id: worker.clone(), loaded_model: loaded.to_string(), ..Default::default() })
     };
     // For a few heartbeats after the restart nothing is leased: workers still running shards
     // of the first coordinator re-adopt them first.

@@ -65,6 +65,12 @@ impl RunLayout {
         format!("{}/failures/{shard_id}.json", self.run_id)
     }
 
+    /// The record that the run has ended (its state), written by a batch coordinator as it
+    /// exits: a worker that starts later, or outlives the coordinator, reads it and exits 0.
+    pub fn ended(&self) -> String {
+        format!("{}/ended.json", self.run_id)
+    }
+
     /// A report file.
     pub fn report(&self, name: &str) -> String {
         format!("{}/report/{name}", self.run_id)

@@ -68,6 +68,25 @@ pub struct ModelSpec {
     /// Dtype override for safetensors models (`f32`, `f16`, `bf16`).
     #[serde(default)]
     pub dtype: Option<String>,
+    /// The worker pool that runs this model (default: the pool named `default`): only workers
+    /// started with `--pool` of that name lease its shards. Placement only, not part of what
+    /// a shard computes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// Expected sha256 (hex) of a model given as one file: a download or a cached copy that
+    /// differs is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// The pool of models without a `pool`, and of workers started without `--pool`.
+pub const DEFAULT_POOL: &str = "default";
+
+impl ModelSpec {
+    /// The pool whose workers run this model.
+    pub fn pool_name(&self) -> &str {
+        self.pool.as_deref().unwrap_or(DEFAULT_POOL)
+    }
 }
 
 /// Generation parameters; the defaults are the official CrossCodeEval vLLM script's.
@@ -288,6 +307,8 @@ mod tests {
                 parameters: Some(5e8),
                 device: None,
                 dtype: None,
+                pool: None,
+                sha256: None,
             },
             benchmark: Benchmark::Cceval,
             language: "python".into(),

@@ -15,6 +15,9 @@ pub enum WorkerError {
     /// The coordinator could not be reached or refused a call.
     #[error("coordinator {address}: {message}")]
     Rpc { address: String, message: String },
+    /// An inference server the worker was told to wait for never became ready.
+    #[error("the inference server at {url} was not ready after {seconds} s (last answer: {last}); check the sidecar container's log")]
+    NotReady { url: String, seconds: f64, last: String },
     /// The run was cancelled or the lease lost while the shard ran.
     #[error("shard stopped: {0}")]
     Stopped(String),

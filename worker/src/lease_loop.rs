@@ -22,6 +22,7 @@ use crate::backend::Backend;
 use crate::cceval::run_cceval_shard;
 use crate::repoqa::run_repoqa_shard;
 use crate::error::WorkerError;
+use crate::reach::{ended_state, reach_coordinator, wait_until_ready, Reached, RunRef};
 use crate::shard_trace::ShardTrace;
 
 /// How a worker is set up.
@@ -44,6 +45,16 @@ pub struct WorkerConfig {
     /// How long to keep retrying a call while the coordinator is unreachable later on (a
     /// restarting coordinator); the shard in hand keeps running meanwhile.
     pub reconnect_for: Duration,
+    /// What the worker runs: its pool and, when not empty, only these models of it.
+    pub pool: String,
+    /// See `pool`.
+    pub models: Vec<String>,
+    /// The run this worker is for: when the coordinator cannot be reached and the store says
+    /// the run ended, the worker exits successfully instead of waiting or failing.
+    pub run: Option<RunRef>,
+    /// An inference server (a sidecar) to wait for before leasing: a URL answering GET with
+    /// 2xx once ready, and how long to wait.
+    pub wait_for: Option<(String, Duration)>,
 }
 
 /// What a worker did before it exited.
@@ -55,6 +66,8 @@ pub struct WorkerReport {
     pub shards_failed: usize,
     /// Examples in the shards it finished.
     pub examples: usize,
+    /// The coordinator was gone and the run had ended (the state it ended in): nothing to do.
+    pub run_ended: Option<String>,
 }
 
 /// Shared between a running shard and its heartbeat task: progress one way, stop the other.
@@ -96,9 +109,17 @@ fn rpc(config: &WorkerConfig) -> impl Fn(tonic::Status) -> WorkerError + '_ {
     |status| WorkerError::Rpc { address: config.coordinator.clone(), message: status.message().to_string() }
 }
 
+/// What a call to the coordinator came to.
+enum Called<T> {
+    Answer(T),
+    /// The coordinator is unreachable and the run has ended (the state it ended in).
+    RunEnded(String),
+}
+
 /// Calls the coordinator, retrying with backoff while it is unreachable, for up to
-/// `config.reconnect_for` (or until the worker is told to stop now).
-async fn call<T, F, Fut>(config: &WorkerConfig, stop: &watch::Receiver<StopMode>, mut attempt: F) -> Result<T, WorkerError>
+/// `config.reconnect_for` (or until the worker is told to stop now, or the store says the run
+/// ended: the coordinator exited after the end, so there is nothing left to do).
+async fn call<T, F, Fut>(config: &WorkerConfig, stop: &watch::Receiver<StopMode>, mut attempt: F) -> Result<Called<T>, WorkerError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
@@ -107,12 +128,18 @@ where
     let mut wait = Duration::from_millis(200);
     loop {
         match attempt().await {
-            Ok(answer) => return Ok(answer.into_inner()),
+            Ok(answer) => return Ok(Called::Answer(answer.into_inner())),
             Err(status)
                 if matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown)
                     && Instant::now() < deadline
                     && *stop.borrow() != StopMode::Now =>
             {
+                if let Some(state) = match &config.run {
+                    Some(run) if wait >= Duration::from_secs(1) => ended_state(run).await,
+                    _ => None,
+                } {
+                    return Ok(Called::RunEnded(state));
+                }
                 tracing::warn!(%status, retry_in = ?wait, "the coordinator is unreachable; retrying");
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_secs(5));
@@ -122,10 +149,18 @@ where
     }
 }
 
-async fn connect(config: &WorkerConfig) -> Result<Client, WorkerError> {
-    codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.tls.as_ref(), config.connect_timeout)
-        .await
-        .map_err(|message| WorkerError::Rpc { address: config.coordinator.clone(), message })
+/// Unwraps a call's answer, or returns from the lease loop with the report when the run ended.
+macro_rules! answer_or_end {
+    ($called:expr, $report:ident) => {
+        match $called {
+            Called::Answer(answer) => answer,
+            Called::RunEnded(state) => {
+                tracing::info!(%state, "the coordinator is gone and the run has ended; nothing left to do");
+                $report.run_ended = Some(state);
+                return Ok($report);
+            }
+        }
+    };
 }
 
 struct Loaded {
@@ -135,28 +170,55 @@ struct Loaded {
 
 /// Runs the lease loop until the coordinator says to shut down or `stop` leaves `Run`.
 pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -> Result<WorkerReport, WorkerError> {
-    let client = connect(&config).await?;
-    let registration = RegisterWorkerRequest { name: config.name.clone(), device: config.device.clone() };
-    let registered = call(&config, &stop, || {
-        let (mut client, request) = (client.clone(), registration.clone());
-        async move { client.register_worker(request).await }
-    })
-    .await?;
+    let mut report = WorkerReport::default();
+    if let Some((url, timeout)) = &config.wait_for {
+        tracing::info!(%url, "waiting for the inference server before leasing");
+        wait_until_ready(url, *timeout).await?;
+    }
+    let client = match reach_coordinator(&config).await? {
+        Reached::Coordinator(client) => client,
+        Reached::RunEnded(state) => {
+            tracing::info!(%state, "the run ended before this worker reached its coordinator; nothing to do");
+            report.run_ended = Some(state);
+            return Ok(report);
+        }
+    };
+    let registration = RegisterWorkerRequest {
+        name: config.name.clone(),
+        device: config.device.clone(),
+        pool: config.pool.clone(),
+        models: config.models.clone(),
+    };
+    let registered = answer_or_end!(
+        call(&config, &stop, || {
+            let (mut client, request) = (client.clone(), registration.clone());
+            async move { client.register_worker(request).await }
+        })
+        .await?,
+        report
+    );
     let worker_id = registered.worker_id;
     let heartbeat = Duration::from_millis(registered.heartbeat_interval_ms.max(50));
-    tracing::info!(worker = %worker_id, coordinator = %config.coordinator, "registered");
-    let mut report = WorkerReport::default();
+    tracing::info!(worker = %worker_id, coordinator = %config.coordinator, pool = %config.pool, "registered");
     let mut loaded: Option<Loaded> = None;
     let mut stores: HashMap<String, RunStore> = HashMap::new();
     let mut stop_rx = stop.clone();
     while *stop.borrow() == StopMode::Run {
         let loaded_model = loaded.as_ref().map(|l| l.name.clone()).unwrap_or_default();
-        let request = LeaseShardRequest { worker_id: worker_id.clone(), loaded_model };
-        let answer = call(&config, &stop, || {
-            let (mut client, request) = (client.clone(), request.clone());
-            async move { client.lease_shard(request).await }
-        })
-        .await?;
+        let request = LeaseShardRequest {
+            worker_id: worker_id.clone(),
+            loaded_model,
+            pool: config.pool.clone(),
+            models: config.models.clone(),
+        };
+        let answer = answer_or_end!(
+            call(&config, &stop, || {
+                let (mut client, request) = (client.clone(), request.clone());
+                async move { client.lease_shard(request).await }
+            })
+            .await?,
+            report
+        );
         let Some(lease) = answer.lease else {
             if answer.shutdown {
                 break;
@@ -190,11 +252,14 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
                     run_id: lease.run_id.clone(),
                     shard_id: lease.shard_id.clone(),
                 };
-                let answer = call(&config, &stop, || {
-                    let (mut client, request) = (client.clone(), request.clone());
-                    async move { client.complete_shard(request).await }
-                })
-                .await?;
+                let answer = answer_or_end!(
+                    call(&config, &stop, || {
+                        let (mut client, request) = (client.clone(), request.clone());
+                        async move { client.complete_shard(request).await }
+                    })
+                    .await?,
+                    report
+                );
                 if answer.accepted {
                     report.shards_done += 1;
                     report.examples += stats.examples as usize;
@@ -214,11 +279,14 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
                     retryable: error.retryable(),
                     release,
                 };
-                call(&config, &stop, || {
-                    let (mut client, request) = (client.clone(), request.clone());
-                    async move { client.fail_shard(request).await }
-                })
-                .await?;
+                answer_or_end!(
+                    call(&config, &stop, || {
+                        let (mut client, request) = (client.clone(), request.clone());
+                        async move { client.fail_shard(request).await }
+                    })
+                    .await?,
+                    report
+                );
             }
         }
     }

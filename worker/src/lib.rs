@@ -11,6 +11,7 @@ mod cceval;
 pub mod context_tokenizer;
 mod error;
 mod lease_loop;
+pub mod reach;
 mod repoqa;
 mod shard_trace;
 
@@ -19,3 +20,4 @@ pub use cceval::run_cceval_shard;
 pub use error::WorkerError;
 pub use repoqa::run_repoqa_shard;
 pub use lease_loop::{run_worker, ShardControl, StopMode, WorkerConfig, WorkerReport};
+pub use reach::RunRef;

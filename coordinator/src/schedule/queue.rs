@@ -23,12 +23,6 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    /// Forgets everything (before a rebuild).
-    pub fn clear(&mut self) {
-        self.ready.clear();
-        self.delayed.clear();
-    }
-
     /// Makes a shard of `model` with `examples` examples leasable.
     pub fn add_ready(&mut self, model: &str, at: At, examples: u64) {
         let queue = self.ready.entry(model.to_string()).or_default();
@@ -85,11 +79,6 @@ impl Queue {
         models
     }
 
-    /// Whether any shard is ready.
-    pub fn any_ready(&self) -> bool {
-        !self.ready.is_empty()
-    }
-
     /// When the next delayed shard is due.
     pub fn next_due(&self) -> Option<Instant> {
         self.delayed.peek().map(|Reverse((when, _))| *when)
@@ -115,7 +104,7 @@ mod tests {
         assert_eq!(queue.models(), vec![("b", (0, 5), 10), ("a", (0, 7), 3)]);
         assert!(queue.remove_ready("b", (0, 5), 10));
         assert!(queue.remove_ready("a", (0, 7), 3));
-        assert!(!queue.any_ready());
+        assert!(queue.models().is_empty());
     }
 
     #[test]

@@ -2,9 +2,9 @@
 
 use std::time::Instant;
 
-use codesweep_proto::{ModelProgress, RunState, RunStatus, ShardFailure};
+use codesweep_proto::{ModelProgress, PoolProgress, RunState, RunStatus, ShardFailure};
 
-use super::{RunEntry, Schedule, ShardState};
+use super::{RunEntry, Schedule, ShardState, WORKER_SILENCE};
 
 impl Schedule {
     /// A run's state alone; cheap while it runs (stops at its first unfinished shard), unlike
@@ -40,20 +40,7 @@ impl Schedule {
             run.shards.iter().filter(|s| s.state == ShardState::Failed).map(|s| s.planned.examples as u64).sum();
         let left = examples_total.saturating_sub(examples_done + failed_examples);
         let eta = if left == 0 { 0.0 } else if rate > 0.0 { left as f64 / rate } else { -1.0 };
-        let mut models: Vec<ModelProgress> = Vec::new();
-        for shard in &run.shards {
-            let model = &shard.planned.model;
-            let index = match models.iter().position(|m| &m.model == model) {
-                Some(i) => i,
-                None => {
-                    let workers = self.workers.values().filter(|w| &w.loaded_model == model).count() as u32;
-                    models.push(ModelProgress { model: model.clone(), workers, ..Default::default() });
-                    models.len() - 1
-                }
-            };
-            models[index].shards_total += 1;
-            models[index].shards_done += u32::from(shard.state == ShardState::Done);
-        }
+        let (models, pools) = self.placement_progress(run, now);
         Some(RunStatus {
             run_id: run_id.to_string(),
             state: run_state(run) as i32,
@@ -76,12 +63,60 @@ impl Schedule {
                 })
                 .collect(),
             models,
+            pools,
             store_url: run.store_url.clone(),
             retries: self.retries,
             lease_expirations: self.lease_expirations,
             generated_tokens,
             tokens_per_second,
         })
+    }
+}
+
+impl Schedule {
+    /// Shards per model and per pool, with the live workers on each.
+    fn placement_progress(&self, run: &RunEntry, now: Instant) -> (Vec<ModelProgress>, Vec<PoolProgress>) {
+        let live: Vec<_> =
+            self.workers.values().filter(|w| now.saturating_duration_since(w.last_seen) < WORKER_SILENCE).collect();
+        let mut models: Vec<ModelProgress> = Vec::new();
+        let mut pools: Vec<PoolProgress> = Vec::new();
+        for shard in &run.shards {
+            let model = &shard.planned.model;
+            let pool = run.pool_of(model);
+            let m = match models.iter().position(|m| &m.model == model) {
+                Some(i) => i,
+                None => {
+                    let workers =
+                        live.iter().filter(|w| w.serves.pool == pool && &w.loaded_model == model).count() as u32;
+                    models.push(ModelProgress { model: model.clone(), pool: pool.to_string(), workers, ..Default::default() });
+                    models.len() - 1
+                }
+            };
+            let p = match pools.iter().position(|p| p.pool == pool) {
+                Some(i) => i,
+                None => {
+                    let workers = live.iter().filter(|w| w.serves.pool == pool).count() as u32;
+                    pools.push(PoolProgress { pool: pool.to_string(), workers, ..Default::default() });
+                    pools.len() - 1
+                }
+            };
+            if !pools[p].models.contains(model) {
+                pools[p].models.push(model.clone());
+            }
+            let (done, running, failed) = match shard.state {
+                ShardState::Done => (1, 0, 0),
+                ShardState::Leased { .. } => (0, 1, 0),
+                ShardState::Failed => (0, 0, 1),
+                ShardState::Pending { .. } => (0, 0, 0),
+            };
+            let m = &mut models[m];
+            (m.shards_total, m.shards_done, m.shards_running, m.shards_failed) =
+                (m.shards_total + 1, m.shards_done + done, m.shards_running + running, m.shards_failed + failed);
+            let p = &mut pools[p];
+            (p.shards_total, p.shards_done, p.shards_running, p.shards_failed) =
+                (p.shards_total + 1, p.shards_done + done, p.shards_running + running, p.shards_failed + failed);
+        }
+        (models, pools)
     }
 }
 

@@ -25,7 +25,7 @@ fn timings() -> Timings {
 
 fn schedule_with(plan: &Plan, now: Instant) -> Schedule {
     let mut schedule = Schedule::new();
-    schedule.add_run(plan, "memory://t", timings(), &HashSet::new(), &HashMap::new(), now);
+    schedule.add_run(plan, "memory://t", timings(), &HashMap::new(), &HashSet::new(), &HashMap::new(), now);
     schedule
 }
 
@@ -35,7 +35,7 @@ fn shards_already_in_the_store_are_not_leased_again() {
     let plan = plan("r", &["a"], 3);
     let done: HashSet<String> = [plan.shards[0].shard_id.clone(), plan.shards[2].shard_id.clone()].into();
     let mut schedule = Schedule::new();
-    schedule.add_run(&plan, "memory://t", timings(), &done, &HashMap::new(), now);
+    schedule.add_run(&plan, "memory://t", timings(), &HashMap::new(), &done, &HashMap::new(), now);
     let w = schedule.register_worker(now);
     let grant = schedule.lease(&w, "", now).unwrap();
     assert_eq!(grant.shard_id, plan.shards[1].shard_id);
@@ -82,7 +82,7 @@ fn failures_back_off_exponentially_and_fatal_ones_are_not_retried() {
     let plan = plan("r", &["a"], 2);
     let mut schedule = Schedule::new();
     let timings = Timings { max_attempts: 3, ..timings() };
-    schedule.add_run(&plan, "memory://t", timings, &HashSet::new(), &HashMap::new(), t0);
+    schedule.add_run(&plan, "memory://t", timings, &HashMap::new(), &HashSet::new(), &HashMap::new(), t0);
     let w = schedule.register_worker(t0);
     let g = schedule.lease(&w, "a", t0).unwrap();
     assert!(schedule.fail(&w, &g.lease_id, "oom".into(), true, t0));
@@ -209,4 +209,49 @@ fn tokens_per_second_count_running_heartbeats_and_finished_totals_only() {
     let t2 = t0 + Duration::from_secs(4);
     let status = schedule.status("r", t2).unwrap();
     assert_eq!((status.generated_tokens, status.tokens_per_second), (90, 22.5));
+}
+
+#[test]
+fn workers_lease_only_their_pools_models_and_status_counts_per_pool() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["small", "big"], 2);
+    let pools: HashMap<String, String> = [("big".to_string(), "vllm".to_string())].into();
+    let mut schedule = Schedule::new();
+    schedule.add_run(&plan, "memory://t", timings(), &pools, &HashSet::new(), &HashMap::new(), t0);
+    let cpu = schedule.register_worker(t0);
+    let gpu = schedule.register_worker_serving(Serves::announced("vllm", &[]), t0);
+    let picky = schedule.register_worker_serving(Serves::announced("", &["other".into()]), t0);
+    // The model filter leaves `picky` nothing, and it is told to poll slowly, not spin.
+    assert!(schedule.lease(&picky, "", t0).is_none());
+    assert!(schedule.retry_after(&picky, t0) >= Duration::from_millis(500));
+    let mut by_worker: HashMap<&str, Vec<String>> = HashMap::new();
+    for _ in 0..2 {
+        for worker in [&cpu, &gpu] {
+            let grant = schedule.lease(worker, "", t0).unwrap();
+            by_worker.entry(worker.as_str()).or_default().push(grant.model.clone());
+        }
+    }
+    assert_eq!(by_worker[cpu.as_str()], ["small", "small"]);
+    assert_eq!(by_worker[gpu.as_str()], ["big", "big"]);
+    assert!(schedule.lease(&cpu, "small", t0).is_none() && schedule.lease(&gpu, "big", t0).is_none());
+    let status = schedule.status("r", t0).unwrap();
+    let pools: Vec<(&str, Vec<String>, u32, u32)> =
+        status.pools.iter().map(|p| (p.pool.as_str(), p.models.clone(), p.shards_running, p.workers)).collect();
+    assert_eq!(pools, vec![("default", vec!["small".to_string()], 2, 2), ("vllm", vec!["big".to_string()], 2, 1)]);
+    let models: Vec<(&str, &str, u32)> =
+        status.models.iter().map(|m| (m.model.as_str(), m.pool.as_str(), m.shards_running)).collect();
+    assert_eq!(models, vec![("small", "default", 2), ("big", "vllm", 2)]);
+}
+
+#[test]
+fn a_restarted_coordinator_learns_a_workers_pool_from_its_lease_request() {
+    let t0 = Instant::now();
+    let plan = plan("r", &["big"], 1);
+    let pools: HashMap<String, String> = [("big".to_string(), "vllm".to_string())].into();
+    let mut schedule = Schedule::new();
+    schedule.add_run(&plan, "memory://t", timings(), &pools, &HashSet::new(), &HashMap::new(), t0);
+    // A worker id this coordinator never registered, announcing the default pool: nothing.
+    assert!(schedule.lease_as("worker-old-1", Some(&Serves::default()), "", t0).is_none());
+    let grant = schedule.lease_as("worker-old-2", Some(&Serves::announced("vllm", &[])), "", t0).unwrap();
+    assert_eq!(grant.model, "big");
 }
