@@ -6,12 +6,14 @@
 //! overwritten, so "a shard is done" means exactly "its result object exists". This crate owns
 //! that layout and the record formats; it knows nothing about gRPC or models.
 
+mod download;
 mod error;
 pub mod hold;
 mod layout;
 pub mod records;
 mod store;
 
+pub use download::file_sha256;
 pub use error::StoreError;
 pub use layout::{shard_id, validate_name, RunLayout};
 pub use store::{ReplaceOutcome, RunStore, WriteOutcome};

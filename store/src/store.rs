@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
@@ -35,7 +35,7 @@ pub enum ReplaceOutcome {
 #[derive(Clone)]
 pub struct RunStore {
     url: String,
-    store: Arc<dyn ObjectStore>,
+    pub(crate) store: Arc<dyn ObjectStore>,
     prefix: ObjectPath,
 }
 
@@ -96,7 +96,7 @@ impl RunStore {
         &self.url
     }
 
-    fn path(&self, key: &str) -> ObjectPath {
+    pub(crate) fn path(&self, key: &str) -> ObjectPath {
         if self.prefix.as_ref().is_empty() {
             ObjectPath::from(key)
         } else {
@@ -104,7 +104,7 @@ impl RunStore {
         }
     }
 
-    fn object_error(key: &str, source: object_store::Error) -> StoreError {
+    pub(crate) fn object_error(key: &str, source: object_store::Error) -> StoreError {
         StoreError::Object { key: key.to_string(), source }
     }
 
@@ -193,53 +193,6 @@ impl RunStore {
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => Err(Self::object_error(key, e)),
         }
-    }
-
-    /// Copies the object or folder at this store's URL to `dest` (models given as URLs): a
-    /// folder's objects keep their relative paths under `dest`; a single object becomes
-    /// `dest/<its name>`. Returns the local path of what was copied. Files already present with
-    /// the same size are not fetched again.
-    pub async fn download_to(url: &str, dest: &std::path::Path) -> Result<PathBuf, StoreError> {
-        let fail = |message: String| StoreError::Url { url: url.to_string(), message };
-        match url.split_once("://") {
-            None => return Ok(PathBuf::from(url)),
-            Some(("file", path)) => return Ok(PathBuf::from(path)),
-            _ => {}
-        }
-        let folder = Self::open(url)?;
-        let mut keys = folder.list("").await?;
-        let (store, local) = if keys.is_empty() {
-            let trimmed = url.trim_end_matches('/');
-            let (parent, name) = trimmed.rsplit_once('/').ok_or_else(|| fail("names no object".into()))?;
-            keys = vec![name.to_string()];
-            (Self::open(parent)?, dest.join(name))
-        } else {
-            (folder, dest.to_path_buf())
-        };
-        for key in &keys {
-            let target = dest.join(key.trim_start_matches('/'));
-            let path = store.path(key);
-            let meta = store.store.head(&path).await.map_err(|e| Self::object_error(key, e))?;
-            if std::fs::metadata(&target).is_ok_and(|m| m.len() == meta.size) {
-                continue;
-            }
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| fail(format!("cannot create {}: {e}", parent.display())))?;
-            }
-            // Streamed chunk by chunk: a model file never has to fit in memory.
-            let mut chunks = store.store.get(&path).await.map_err(|e| Self::object_error(key, e))?.into_stream();
-            let partial = target.with_extension("partial");
-            let write_error = |e: std::io::Error| fail(format!("cannot write {}: {e}", partial.display()));
-            let mut file = std::io::BufWriter::new(std::fs::File::create(&partial).map_err(write_error)?);
-            while let Some(chunk) = chunks.next().await {
-                let chunk = chunk.map_err(|e| Self::object_error(key, e))?;
-                std::io::Write::write_all(&mut file, &chunk).map_err(write_error)?;
-            }
-            let file = file.into_inner().map_err(|e| write_error(e.into_error()))?;
-            file.sync_all().map_err(write_error)?;
-            std::fs::rename(&partial, &target).map_err(|e| fail(format!("cannot move {}: {e}", target.display())))?;
-        }
-        Ok(local)
     }
 
     /// Keys of all objects under `prefix` (relative to the store), sorted.
@@ -343,23 +296,6 @@ mod tests {
         assert_eq!(b.get_text("k").await.unwrap().as_deref(), Some("v"));
         let c = RunStore::open("memory://other-test").unwrap();
         assert_eq!(c.get_text("k").await.unwrap(), None);
-    }
-
-    #[tokio::test]
-    async fn models_given_as_urls_are_copied_once() {
-        let store = RunStore::open("memory://models-test").unwrap();
-        store.put("tiny.gguf", "GGUF".into()).await.unwrap();
-        store.put("hf/config.json", "{}".into()).await.unwrap();
-        store.put("hf/sub/x.safetensors", "xx".into()).await.unwrap();
-        let cache = tempfile::tempdir().unwrap();
-        let file = RunStore::download_to("memory://models-test/tiny.gguf", cache.path()).await.unwrap();
-        assert_eq!(file, cache.path().join("tiny.gguf"));
-        assert_eq!(std::fs::read(&file).unwrap(), b"GGUF");
-        let folder = RunStore::download_to("memory://models-test/hf", &cache.path().join("hf")).await.unwrap();
-        assert_eq!(std::fs::read(folder.join("sub/x.safetensors")).unwrap(), b"xx");
-        assert_eq!(std::fs::read(folder.join("config.json")).unwrap(), b"{}");
-        // Local paths are used where they are.
-        assert_eq!(RunStore::download_to("/m/x.gguf", cache.path()).await.unwrap(), PathBuf::from("/m/x.gguf"));
     }
 
     /// With conditional put turned off (`AWS_CONDITIONAL_PUT=disabled`) object_store cannot

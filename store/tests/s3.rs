@@ -90,11 +90,11 @@ async fn models_given_as_s3_urls_are_downloaded() {
     store.put("hf/sub/x.safetensors", "xx".into()).await.unwrap();
     let cache = tempfile::tempdir().unwrap();
 
-    let file = RunStore::download_to(&format!("s3://{BUCKET}/models/tiny.gguf"), cache.path()).await.unwrap();
+    let file = RunStore::download_to(&format!("s3://{BUCKET}/models/tiny.gguf"), cache.path(), None).await.unwrap();
     assert_eq!(file, cache.path().join("tiny.gguf"));
     assert_eq!(std::fs::read(&file).unwrap(), b"GGUF");
     let folder =
-        RunStore::download_to(&format!("s3://{BUCKET}/models/hf"), &cache.path().join("hf")).await.unwrap();
+        RunStore::download_to(&format!("s3://{BUCKET}/models/hf"), &cache.path().join("hf"), None).await.unwrap();
     assert_eq!(std::fs::read(folder.join("config.json")).unwrap(), b"{}");
     assert_eq!(std::fs::read(folder.join("sub/x.safetensors")).unwrap(), b"xx");
 }

@@ -108,7 +108,7 @@ pub async fn resolve(choice: &str, key: &str, cache: &Path) -> Result<ContextTok
             .map_err(|e| input(e.to_string()))?
     } else {
         let dest = cache.join("context-tokenizers").join(url_folder(choice));
-        RunStore::download_to(choice, &dest).await?
+        RunStore::download_to(choice, &dest, None).await?
     };
     let tokenizer = TextTokenizer::from_file(&path, Vec::new())
         .map_err(|e| input(format!("context tokenizer `{choice}` ({}): {e}", path.display())))?;

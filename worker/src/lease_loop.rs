@@ -340,11 +340,11 @@ async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: 
     // Free the old model before loading the next.
     *loaded = None;
     let local = match &spec.path {
-        Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(&spec.name)).await?),
+        Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(&spec.name), spec.sha256.as_deref()).await?),
         None => None,
     };
     let tokenizer = match &spec.tokenizer {
-        Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(format!("{}.tokenizer", spec.name))).await?),
+        Some(path) => Some(RunStore::download_to(path, &config.model_cache.join(format!("{}.tokenizer", spec.name)), None).await?),
         None => None,
     };
     let started = Instant::now();
