@@ -126,7 +126,7 @@ impl RunStore {
         // A name of our own: another host writing the same file on a volume without working
         // locks never interleaves with this one; the rename is atomic.
         let partial = sidecar(target, &format!(".partial-{}-{:08x}", std::process::id(), rand_u32()));
-        let written = self.write_object(key, &path, &partial, &fail).await;
+        let written = self.write_object(url, key, &path, &partial).await;
         let sha = match written {
             Ok(sha) => sha,
             Err(e) => {
@@ -149,12 +149,13 @@ impl RunStore {
     /// and returns its sha256.
     async fn write_object(
         &self,
+        url: &str,
         key: &str,
         path: &object_store::path::Path,
         partial: &Path,
-        fail: &dyn Fn(String) -> StoreError,
     ) -> Result<String, StoreError> {
-        let write_error = |e: std::io::Error| fail(format!("cannot write {}: {e}", partial.display()));
+        let write_error =
+            |e: std::io::Error| StoreError::Url { url: url.to_string(), message: format!("cannot write {}: {e}", partial.display()) };
         let mut chunks = self.store.get(path).await.map_err(|e| Self::object_error(key, e))?.into_stream();
         let mut file = std::io::BufWriter::new(std::fs::File::create(partial).map_err(write_error)?);
         let mut hasher = Sha256::new();
