@@ -72,7 +72,7 @@ validate() {
 }
 
 echo "yamllint"
-"$venv/bin/yamllint" --strict k8s helm/codesweep/Chart.yaml helm/codesweep/values.yaml .yamllint.yaml .hadolint.yaml
+"$venv/bin/yamllint" --strict k8s helm/codesweep/Chart.yaml helm/codesweep/values.yaml helm/examples .yamllint.yaml .hadolint.yaml
 done_checks+=(yamllint)
 
 echo "hadolint"
@@ -87,9 +87,10 @@ configmap = next(d for d in yaml.safe_load_all(open("k8s/configmap.yaml")) if d)
 specs = {
     "k8s/configmap.yaml": configmap["data"]["sweep.toml"],
     "helm/codesweep/values.yaml (spec)": yaml.safe_load(open("helm/codesweep/values.yaml"))["spec"],
+    "helm/examples/values-sweep.yaml (spec)": yaml.safe_load(open("helm/examples/values-sweep.yaml"))["spec"],
 }
 sections = {"run", "models", "generation", "cceval", "repoqa", "workers", "telemetry"}
-for (where, text), name in zip(specs.items(), ["k8s", "helm"]):
+for (where, text), name in zip(specs.items(), ["k8s", "helm", "sweep"]):
     try:
         spec = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -106,9 +107,32 @@ done_checks+=(specs)
 if command -v kubectl >/dev/null; then
   echo "kubectl kustomize k8s/"
   kubectl kustomize k8s > "$work/kustomize.yaml"
-  kinds "$work/kustomize.yaml" "Namespace ServiceAccount Secret Secret ConfigMap PersistentVolumeClaim
-    PersistentVolumeClaim Service Job Job"
+  kinds "$work/kustomize.yaml" "Namespace ServiceAccount Secret ConfigMap ConfigMap PersistentVolumeClaim
+    PersistentVolumeClaim Service Job Job NetworkPolicy PodDisruptionBudget"
   validate "$work/kustomize.yaml"
+  if grep -q "AWS_ACCESS_KEY_ID" "$work/kustomize.yaml"; then
+    echo "k8s/ ships store credentials: placeholders would override the pods' cloud identity" >&2
+    exit 1
+  fi
+  # An overlay that renames everything (a second sweep beside the first) keeps the workers on
+  # their own coordinator, as k8s/kustomization.yaml tells such overlays to do.
+  mkdir -p "$work/overlay"
+  "$py" - "$PWD/k8s/kustomization.yaml" "$work/overlay/kustomization.yaml" "$(realpath --relative-to="$work/overlay" k8s)" <<'PY'
+import sys, yaml
+base = yaml.safe_load(open(sys.argv[1]))
+overlay = {"resources": [sys.argv[3]], "namePrefix": "team-a-", "replacements": base["replacements"]}
+open(sys.argv[2], "w").write(yaml.safe_dump(overlay))
+PY
+  kubectl kustomize "$work/overlay" > "$work/overlay.yaml"
+  "$py" - "$work/overlay.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+service = next(d["metadata"]["name"] for d in docs if d["kind"] == "Service")
+worker = next(d for d in docs if d["kind"] == "Job" and "worker" in d["metadata"]["name"])
+env = {e["name"]: e.get("value") for e in worker["spec"]["template"]["spec"]["containers"][0]["env"]}
+if service != "team-a-codesweep-coordinator" or env.get("COORDINATOR_SERVICE") != service:
+    sys.exit(f"a namePrefix overlay: Service {service}, workers reach {env.get('COORDINATOR_SERVICE')}")
+PY
   done_checks+=(kustomize)
 else
   echo "check-k8s: no kubectl even after scripts/fetch-k8s-tools.sh" >&2
@@ -128,18 +152,19 @@ if command -v helm >/dev/null; then
     "$venv/bin/yamllint" --strict -d "$rendered_lint" "$work/$name.yaml"
     validate "$work/$name.yaml"
   }
-  render default "ServiceAccount Secret ConfigMap Service Job Job"
-  # The same objects as k8s/ when the chart creates everything k8s/ does.
-  render full "Namespace ServiceAccount Secret Secret ConfigMap PersistentVolumeClaim PersistentVolumeClaim
-    Service Job Job" --set createNamespace=true,models.create=true,data.create=true \
-    --set store.credentials.AWS_REGION=us-east-1
+  base_kinds="ServiceAccount Secret ConfigMap Service Job Job NetworkPolicy PodDisruptionBudget"
+  render default "$base_kinds"
+  # The same objects as k8s/ when the chart creates everything k8s/ does (k8s/ adds the
+  # codesweep-settings ConfigMap, its one place for the run name and store).
+  render full "Namespace ServiceAccount Secret ConfigMap PersistentVolumeClaim PersistentVolumeClaim
+    Service Job Job NetworkPolicy PodDisruptionBudget" --set createNamespace=true,models.create=true,data.create=true
   if [[ -f "$work/kustomize.yaml" ]]; then
-    if ! diff <(objects "$work/kustomize.yaml") <(objects "$work/full.yaml"); then
+    if ! diff <(objects "$work/kustomize.yaml" | grep -v ConfigMap/codesweep-settings) <(objects "$work/full.yaml"); then
       echo "helm template and k8s/ differ in their objects (kind/name)" >&2
       exit 1
     fi
   fi
-  render cpu "ServiceAccount Secret ConfigMap Service Job Job" \
+  render cpu "$base_kinds" \
     --set worker.gpus=0,worker.device=cpu,worker.tolerations=null
   grep -q 'image: "codesweep:0.1.0"' "$work/cpu.yaml"
   if grep -q "nvidia.com/gpu" "$work/cpu.yaml"; then
@@ -148,11 +173,11 @@ if command -v helm >/dev/null; then
   fi
   grep -q "nvidia.com/gpu: 1" "$work/default.yaml"
   grep -q 'image: "codesweep:0.1.0-cuda"' "$work/default.yaml"
-  render existing "ConfigMap Service Job Job" \
+  render existing "ConfigMap Service Job Job NetworkPolicy PodDisruptionBudget" \
     --set token.existingSecret=my-token,token.existingSecretKey=t,store.credentialsSecret=my-s3 \
     --set serviceAccount.create=false,serviceAccount.name=runner
   grep -q "name: my-s3" "$work/existing.yaml"
-  render noauth "ServiceAccount ConfigMap Service Job Job" \
+  render noauth "ServiceAccount ConfigMap Service Job Job NetworkPolicy PodDisruptionBudget" \
     --set token.enabled=false,models.enabled=false,ttlSecondsAfterFinished=86400
   if grep -q "secretKeyRef" "$work/noauth.yaml"; then
     echo "token.enabled=false still references a token" >&2
@@ -171,14 +196,14 @@ if command -v helm >/dev/null; then
     echo "the worker Job sets completions by default (expected a work queue)" >&2
     exit 1
   fi
-  render lifecycle "ServiceAccount Secret ConfigMap Service Job Job" --set ttlSecondsAfterFinished=0,worker.count=10
+  render lifecycle "$base_kinds" --set ttlSecondsAfterFinished=0,worker.count=10
   if [[ $(grep -c "ttlSecondsAfterFinished: 0" "$work/lifecycle.yaml") -ne 2 ]]; then
     echo "ttlSecondsAfterFinished: 0 was dropped" >&2
     exit 1
   fi
   grep -q "backoffLimit: 30" "$work/lifecycle.yaml" || { echo "the workers' backoffLimit does not grow with worker.count" >&2; exit 1; }
   # Batch-system hooks on both Jobs (Kueue, Volcano, GPU runtimes).
-  render hooks "ServiceAccount Secret ConfigMap Service Job Job" \
+  render hooks "$base_kinds" \
     --set batch.suspend=true,batch.priorityClassName=batch-low,batch.schedulerName=volcano \
     --set batch.runtimeClassName=nvidia --set-string 'batch.jobLabels.kueue\.x-k8s\.io/queue-name=team-a' \
     --set batch.podLabels.team=ml --set 'worker.envFrom[0].configMapRef.name=hf-env' \
@@ -190,8 +215,23 @@ if command -v helm >/dev/null; then
   done
   grep -q "name: hf-env" "$work/hooks.yaml" && grep -q "mountPath: /dev/shm" "$work/hooks.yaml" \
     || { echo "hooks render: the worker's envFrom or extra volume is missing" >&2; exit 1; }
+  # The examples: four model sizes in three pools (one with a vLLM sidecar), and TLS with
+  # Kueue and a `codesweep serve` sidecar. One worker Job per pool.
+  render sweep "ServiceAccount ConfigMap Service Job Job Job Job NetworkPolicy PodDisruptionBudget" \
+    -f helm/examples/values-sweep.yaml
+  render tls "ServiceAccount Secret ConfigMap Service Job Job Job NetworkPolicy PodDisruptionBudget" \
+    -f helm/examples/values-tls-kueue.yaml
+  grep -q -- "--tls-ca=/tls/ca.crt" "$work/tls.yaml" && grep -q -- "--coordinator=https://" "$work/tls.yaml" \
+    || { echo "tls render: the workers do not use TLS" >&2; exit 1; }
+  # The chart refuses a spec model that no pool serves, naming it.
+  if helm template codesweep "$chart" -f helm/examples/values-sweep.yaml --set 'pools[2].name=vllm' 2>"$work/err.txt"; then
+    echo "helm template accepted a spec model served by no pool" >&2
+    exit 1
+  fi
+  grep -q 'model "qwen2.5-coder-32b" runs in pool "vllm-32b"' "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
   # values.schema.json: misspelled keys and impossible values are refused, naming the key.
-  for bad in worker.gpu=2 worker.device=gpu worker.count=0 coordinator.prot=1 batch.suspnd=true; do
+  for bad in worker.gpu=2 worker.device=gpu worker.count=0 coordinator.prot=1 batch.suspnd=true \
+    'pools[0].nam=x' 'pools[0].name=Bad_Name' worker.modelCache.type=nfs tls.enabled=true; do
     if helm template codesweep "$chart" --set "$bad" >/dev/null 2>&1; then
       echo "helm template accepted --set $bad (values.schema.json)" >&2
       exit 1
@@ -223,7 +263,7 @@ for language in ["python", "java", "typescript", "csharp"]:
                                     "metadata": {"task_id": f"{language}/{i}"},
                                     "crossfile_context": {"text": "", "list": []}}) + "\n")
 PY
-  for name in k8s helm; do
+  for name in k8s helm sweep; do
     log="$work/$name-coordinator"
     # As the pods run it, with the store and data moved here and the port on loopback.
     CODESWEEP__RUN__NAME=check-k8s CODESWEEP__RUN__STORE="$work/store-$name" \

@@ -85,22 +85,142 @@ token
 {{- printf "%s:%s" .Values.image.repository (include "codesweep.imageTag" .) -}}
 {{- end -}}
 
-{{/* The workers' image: the CUDA build ("<tag>-cuda") when they have GPUs. */}}
-{{- define "codesweep.workerImage" -}}
-{{- $repository := default .Values.image.repository .Values.worker.image.repository -}}
-{{- $tag := .Values.worker.image.tag -}}
+{{/* http(s)://<coordinator service>:<port>, as the workers reach it. */}}
+{{- define "codesweep.coordinatorUrl" -}}
+{{- printf "%s://%s:%d" (.Values.tls.enabled | ternary "https" "http") (include "codesweep.coordinatorName" .) (int .Values.coordinator.port) -}}
+{{- end -}}
+
+{{/* The name the workers check the coordinator's certificate against. */}}
+{{- define "codesweep.tlsDomain" -}}
+{{- .Values.tls.domain | default (include "codesweep.coordinatorName" .) -}}
+{{- end -}}
+
+{{/*
+The worker pools, as a YAML list of {name, models, values}: `values` is `worker` with the
+pool's own keys laid over it. No `pools`: one pool named "default" made of `worker` alone.
+*/}}
+{{- define "codesweep.pools" -}}
+{{- $pools := list -}}
+{{- $given := .Values.pools | default list -}}
+{{- if not $given -}}
+{{- $given = list (dict "name" "default") -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $given -}}
+{{- $name := required "pools[].name is required" .name -}}
+{{- if hasKey $seen $name -}}
+{{- fail (printf "pools: the pool name %q is used twice" $name) -}}
+{{- end -}}
+{{- $_ := set $seen $name true -}}
+{{- $values := mergeOverwrite (deepCopy $.Values.worker) (omit (deepCopy .) "name" "models") -}}
+{{- $pools = append $pools (dict "name" $name "models" (.models | default list) "values" $values) -}}
+{{- end -}}
+{{- toYaml $pools -}}
+{{- end -}}
+
+{{/*
+Checks that every model of the spec is served by a pool, and every model a pool lists is in
+the spec and in that pool; fails the render otherwise. Returns the spec's models as a YAML list
+of {name, pool, path}.
+*/}}
+{{- define "codesweep.checkPools" -}}
+{{- $spec := fromToml .Values.spec -}}
+{{- if hasKey $spec "Error" -}}
+{{- fail (printf "spec: not a TOML sweep spec: %s" $spec.Error) -}}
+{{- end -}}
+{{- $pools := include "codesweep.pools" . | fromYamlArray -}}
+{{- $byName := dict -}}
+{{- range $pools -}}
+{{- $_ := set $byName .name . -}}
+{{- end -}}
+{{- $models := list -}}
+{{- range $spec.models | default list -}}
+{{- $pool := .pool | default "default" -}}
+{{- $served := get $byName $pool -}}
+{{- if not $served -}}
+{{- fail (printf "spec: model %q runs in pool %q, but no pool of that name is in `pools` (%s): add one, or set the model's `pool` to one of them" .name $pool (keys $byName | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if and $served.models (not (has .name $served.models)) -}}
+{{- fail (printf "spec: model %q runs in pool %q, but that pool's `models` list (%s) leaves it out, so no worker would run it" .name $pool (join ", " $served.models)) -}}
+{{- end -}}
+{{- $models = append $models (dict "name" .name "pool" $pool "path" (.path | default "")) -}}
+{{- end -}}
+{{- range $pools -}}
+{{- $pool := .name -}}
+{{- range .models -}}
+{{- $name := . -}}
+{{- $found := false -}}
+{{- range $models -}}
+{{- if and (eq .name $name) (eq .pool $pool) -}}
+{{- $found = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $found -}}
+{{- fail (printf "pools: pool %q lists model %q, which is not a spec model with `pool = %q`" $pool $name $pool) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $models -}}
+{{- end -}}
+
+{{/* The Job of one pool: "<release>-worker" for the default pool alone, else "<release>-worker-<pool>". */}}
+{{- define "codesweep.poolJobName" -}}
+{{- $root := .root -}}
+{{- $name := include "codesweep.workerName" $root -}}
+{{- if $root.Values.pools -}}
+{{- $name = printf "%s-%s" $name .pool -}}
+{{- end -}}
+{{- if gt (len $name) 63 -}}
+{{- fail (printf "the worker Job name %q is longer than 63 characters: shorten the pool name or set fullnameOverride" $name) -}}
+{{- end -}}
+{{- $name -}}
+{{- end -}}
+
+{{/* A pool's worker image: the CUDA build ("<tag>-cuda") when its workers compute on GPUs themselves. */}}
+{{- define "codesweep.poolImage" -}}
+{{- $root := .root -}}
+{{- $w := .values -}}
+{{- $repository := default $root.Values.image.repository $w.image.repository -}}
+{{- $tag := $w.image.tag -}}
+{{- $sidecar := $w.sidecar | default dict -}}
 {{- if not $tag -}}
-{{- $tag = include "codesweep.imageTag" . -}}
-{{- if gt (int .Values.worker.gpus) 0 -}}
+{{- $tag = include "codesweep.imageTag" $root -}}
+{{- if and (gt (int $w.gpus) 0) (not $sidecar.enabled) -}}
 {{- $tag = printf "%s-cuda" $tag -}}
 {{- end -}}
 {{- end -}}
 {{- printf "%s:%s" $repository $tag -}}
 {{- end -}}
 
-{{/* http://<coordinator service>:<port>, as the workers reach it. */}}
-{{- define "codesweep.coordinatorUrl" -}}
-{{- printf "http://%s:%d" (include "codesweep.coordinatorName" .) (int .Values.coordinator.port) -}}
+{{/* The model-cache volume of a worker pod (`worker.modelCache`). */}}
+{{- define "codesweep.modelCacheVolume" -}}
+- name: model-cache
+{{- if eq .type "claim" }}
+  # Shared by every worker on the claim: one download per model, under a lock file.
+  persistentVolumeClaim:
+    claimName: {{ required "modelCache.claimName: an existing ReadWriteMany claim is required for type claim" .claimName }}
+{{- else if eq .type "ephemeral" }}
+  # A volume of its own per pod, provisioned with a storage request.
+  ephemeral:
+    volumeClaimTemplate:
+      spec:
+        accessModes: [ReadWriteOnce]
+        {{- with .storageClassName }}
+        storageClassName: {{ . }}
+        {{- end }}
+        resources:
+          requests:
+            storage: {{ .sizeLimit | default "100Gi" }}
+{{- else }}
+  # Downloaded models, once per pod.
+  emptyDir:
+    {{- with .medium }}
+    medium: {{ . }}
+    {{- end }}
+    {{- with .sizeLimit }}
+    sizeLimit: {{ . }}
+    {{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* Environment shared by the coordinator and the workers. */}}
