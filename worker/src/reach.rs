@@ -52,9 +52,17 @@ pub async fn ended_state(run: &RunRef) -> Option<String> {
 /// run has already ended (then there is nothing to wait for).
 pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Reached, WorkerError> {
     let deadline = Instant::now() + config.connect_timeout;
+    let mut first = true;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let slice = if config.run.is_some() { left.min(ENDED_CHECK_EVERY) } else { left };
+        // With a run to check: one attempt first (a late worker learns at once that the run
+        // ended), then a few seconds of attempts between checks.
+        let slice = match (&config.run, first) {
+            (Some(_), true) => Duration::ZERO,
+            (Some(_), false) => left.min(ENDED_CHECK_EVERY),
+            (None, _) => left,
+        };
+        first = false;
         let tried = codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.tls.as_ref(), slice).await;
         let message = match tried {
             Ok(client) => return Ok(Reached::Coordinator(client)),
