@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use codesweep_proto::client::Client;
+use codesweep_proto::client::{Client, Target};
 use codesweep_store::{RunLayout, RunStore};
 
 use crate::error::WorkerError;
@@ -51,6 +51,9 @@ pub async fn ended_state(run: &RunRef) -> Option<String> {
 /// Connects within `config.connect_timeout`; meanwhile, every few seconds, checks whether the
 /// run has already ended (then there is nothing to wait for).
 pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Reached, WorkerError> {
+    // A bad address or TLS setting fails now, not after the timeout.
+    let target = Target::new(&config.coordinator, config.token.as_deref(), config.tls.as_ref())
+        .map_err(|message| WorkerError::Rpc { address: config.coordinator.clone(), message })?;
     let deadline = Instant::now() + config.connect_timeout;
     let mut first = true;
     loop {
@@ -63,7 +66,7 @@ pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Reached, WorkerE
             (None, _) => left,
         };
         first = false;
-        let tried = codesweep_proto::client::connect(&config.coordinator, config.token.as_deref(), config.tls.as_ref(), slice).await;
+        let tried = target.connect(slice).await;
         let message = match tried {
             Ok(client) => return Ok(Reached::Coordinator(client)),
             Err(message) => message,
