@@ -457,11 +457,12 @@ impl Schedule {
         if let Some(until) = self.hold_leases_until.filter(|until| now < *until) {
             return until.saturating_duration_since(now).clamp(Duration::from_millis(50), Duration::from_secs(2));
         }
-        let serves = self.workers.get(worker_id).map(|w| w.serves.clone()).unwrap_or_default();
-        let wait = match self.queues.get(&serves.pool) {
-            Some(queue) if queue.models().iter().any(|(model, _, _)| serves.allows(model)) => Duration::ZERO,
-            Some(queue) => queue.next_due().map_or(Duration::from_millis(500), |due| due.saturating_duration_since(now)),
-            None => Duration::from_millis(500),
+        let idle = Duration::from_millis(500);
+        let serves = self.workers.get(worker_id).map(|w| &w.serves);
+        let wait = match serves.and_then(|serves| Some((serves, self.queues.get(&serves.pool)?))) {
+            Some((serves, queue)) if queue.has_ready(|model| serves.allows(model)) => Duration::ZERO,
+            Some((_, queue)) => queue.next_due().map_or(idle, |due| due.saturating_duration_since(now)),
+            None => idle,
         };
         wait.clamp(Duration::from_millis(50), Duration::from_secs(2))
     }

@@ -31,8 +31,9 @@ fn sidecar(target: &Path, suffix: &str) -> PathBuf {
     target.with_file_name(name)
 }
 
-/// The sha256 of a file, as lower-case hex.
-pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+/// The sha256 of a file, as lower-case hex (the engine's `assets::sha256_file` does the same
+/// for pinned assets; the store cannot depend on the engine).
+fn file_sha256(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher)?;

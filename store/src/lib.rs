@@ -13,7 +13,6 @@ mod layout;
 pub mod records;
 mod store;
 
-pub use download::file_sha256;
 pub use error::StoreError;
 pub use layout::{shard_id, validate_name, RunLayout};
 pub use store::{ReplaceOutcome, RunStore, WriteOutcome};

@@ -18,6 +18,11 @@ pub enum WorkerError {
     /// An inference server the worker was told to wait for never became ready.
     #[error("the inference server at {url} was not ready after {seconds} s (last answer: {last}); check the sidecar container's log")]
     NotReady { url: String, seconds: f64, last: String },
+    /// Not a failure: the coordinator is unreachable and the store says the run ended (the
+    /// state it ended in), so the worker has nothing left to do; `run_worker` reports it as
+    /// a success.
+    #[error("the run has already ended ({state})")]
+    RunEnded { state: String },
     /// The run was cancelled or the lease lost while the shard ran.
     #[error("shard stopped: {0}")]
     Stopped(String),

@@ -22,7 +22,7 @@ use crate::backend::Backend;
 use crate::cceval::run_cceval_shard;
 use crate::repoqa::run_repoqa_shard;
 use crate::error::WorkerError;
-use crate::reach::{ended_state, reach_coordinator, wait_until_ready, Reached, RunRef};
+use crate::reach::{ended_state, reach_coordinator, wait_until_ready, RunRef};
 use crate::shard_trace::ShardTrace;
 
 /// How a worker is set up.
@@ -109,17 +109,10 @@ fn rpc(config: &WorkerConfig) -> impl Fn(tonic::Status) -> WorkerError + '_ {
     |status| WorkerError::Rpc { address: config.coordinator.clone(), message: status.message().to_string() }
 }
 
-/// What a call to the coordinator came to.
-enum Called<T> {
-    Answer(T),
-    /// The coordinator is unreachable and the run has ended (the state it ended in).
-    RunEnded(String),
-}
-
 /// Calls the coordinator, retrying with backoff while it is unreachable, for up to
 /// `config.reconnect_for` (or until the worker is told to stop now, or the store says the run
 /// ended: the coordinator exited after the end, so there is nothing left to do).
-async fn call<T, F, Fut>(config: &WorkerConfig, stop: &watch::Receiver<StopMode>, mut attempt: F) -> Result<Called<T>, WorkerError>
+async fn call<T, F, Fut>(config: &WorkerConfig, stop: &watch::Receiver<StopMode>, mut attempt: F) -> Result<T, WorkerError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
@@ -128,7 +121,7 @@ where
     let mut wait = Duration::from_millis(200);
     loop {
         match attempt().await {
-            Ok(answer) => return Ok(Called::Answer(answer.into_inner())),
+            Ok(answer) => return Ok(answer.into_inner()),
             Err(status)
                 if matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Unknown)
                     && Instant::now() < deadline
@@ -138,7 +131,8 @@ where
                     Some(run) if wait >= Duration::from_secs(1) => ended_state(run).await,
                     _ => None,
                 } {
-                    return Ok(Called::RunEnded(state));
+                    tracing::info!(%state, "the coordinator is gone and the run has ended; nothing left to do");
+                    return Err(WorkerError::RunEnded { state });
                 }
                 tracing::warn!(%status, retry_in = ?wait, "the coordinator is unreachable; retrying");
                 tokio::time::sleep(wait).await;
@@ -149,54 +143,41 @@ where
     }
 }
 
-/// Unwraps a call's answer, or returns from the lease loop with the report when the run ended.
-macro_rules! answer_or_end {
-    ($called:expr, $report:ident) => {
-        match $called {
-            Called::Answer(answer) => answer,
-            Called::RunEnded(state) => {
-                tracing::info!(%state, "the coordinator is gone and the run has ended; nothing left to do");
-                $report.run_ended = Some(state);
-                return Ok($report);
-            }
-        }
-    };
-}
-
 struct Loaded {
     name: String,
     backend: Backend,
 }
 
-/// Runs the lease loop until the coordinator says to shut down or `stop` leaves `Run`.
+/// Runs the lease loop until the coordinator says to shut down or `stop` leaves `Run`. A
+/// run found ended while the coordinator is unreachable ends it successfully.
 pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -> Result<WorkerReport, WorkerError> {
     let mut report = WorkerReport::default();
+    match lease_until_done(&config, stop, &mut report).await {
+        Err(WorkerError::RunEnded { state }) => {
+            report.run_ended = Some(state);
+            Ok(report)
+        }
+        outcome => outcome.map(|()| report),
+    }
+}
+
+async fn lease_until_done(config: &WorkerConfig, stop: watch::Receiver<StopMode>, report: &mut WorkerReport) -> Result<(), WorkerError> {
     if let Some((url, timeout)) = &config.wait_for {
         tracing::info!(%url, "waiting for the inference server before leasing");
         wait_until_ready(url, *timeout).await?;
     }
-    let client = match reach_coordinator(&config).await? {
-        Reached::Coordinator(client) => client,
-        Reached::RunEnded(state) => {
-            tracing::info!(%state, "the run ended before this worker reached its coordinator; nothing to do");
-            report.run_ended = Some(state);
-            return Ok(report);
-        }
-    };
+    let client = reach_coordinator(&config).await?;
     let registration = RegisterWorkerRequest {
         name: config.name.clone(),
         device: config.device.clone(),
         pool: config.pool.clone(),
         models: config.models.clone(),
     };
-    let registered = answer_or_end!(
-        call(&config, &stop, || {
-            let (mut client, request) = (client.clone(), registration.clone());
-            async move { client.register_worker(request).await }
-        })
-        .await?,
-        report
-    );
+    let registered = call(&config, &stop, || {
+        let (mut client, request) = (client.clone(), registration.clone());
+        async move { client.register_worker(request).await }
+    })
+    .await?;
     let worker_id = registered.worker_id;
     let heartbeat = Duration::from_millis(registered.heartbeat_interval_ms.max(50));
     tracing::info!(worker = %worker_id, coordinator = %config.coordinator, pool = %config.pool, "registered");
@@ -211,14 +192,11 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
             pool: config.pool.clone(),
             models: config.models.clone(),
         };
-        let answer = answer_or_end!(
-            call(&config, &stop, || {
-                let (mut client, request) = (client.clone(), request.clone());
-                async move { client.lease_shard(request).await }
-            })
-            .await?,
-            report
-        );
+        let answer = call(&config, &stop, || {
+            let (mut client, request) = (client.clone(), request.clone());
+            async move { client.lease_shard(request).await }
+        })
+        .await?;
         let Some(lease) = answer.lease else {
             if answer.shutdown {
                 break;
@@ -252,14 +230,11 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
                     run_id: lease.run_id.clone(),
                     shard_id: lease.shard_id.clone(),
                 };
-                let answer = answer_or_end!(
-                    call(&config, &stop, || {
-                        let (mut client, request) = (client.clone(), request.clone());
-                        async move { client.complete_shard(request).await }
-                    })
-                    .await?,
-                    report
-                );
+                let answer = call(&config, &stop, || {
+                    let (mut client, request) = (client.clone(), request.clone());
+                    async move { client.complete_shard(request).await }
+                })
+                .await?;
                 if answer.accepted {
                     report.shards_done += 1;
                     report.examples += stats.examples as usize;
@@ -279,18 +254,15 @@ pub async fn run_worker(config: WorkerConfig, stop: watch::Receiver<StopMode>) -
                     retryable: error.retryable(),
                     release,
                 };
-                answer_or_end!(
-                    call(&config, &stop, || {
-                        let (mut client, request) = (client.clone(), request.clone());
-                        async move { client.fail_shard(request).await }
-                    })
-                    .await?,
-                    report
-                );
+                call(&config, &stop, || {
+                    let (mut client, request) = (client.clone(), request.clone());
+                    async move { client.fail_shard(request).await }
+                })
+                .await?;
             }
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 async fn heartbeats(

@@ -25,14 +25,6 @@ pub struct RunRef {
 /// How often the store is asked whether the run ended while the coordinator is unreachable.
 const ENDED_CHECK_EVERY: Duration = Duration::from_secs(5);
 
-/// The coordinator, or the state the run ended in.
-pub enum Reached {
-    /// Connected.
-    Coordinator(Client),
-    /// The coordinator is unreachable and the run ended (its `ended.json` names the state).
-    RunEnded(String),
-}
-
 /// The state recorded in the run's `ended.json`, if the run has ended; store errors count as
 /// "not known to have ended" (the caller keeps waiting for the coordinator).
 pub async fn ended_state(run: &RunRef) -> Option<String> {
@@ -49,8 +41,8 @@ pub async fn ended_state(run: &RunRef) -> Option<String> {
 }
 
 /// Connects within `config.connect_timeout`; meanwhile, every few seconds, checks whether the
-/// run has already ended (then there is nothing to wait for).
-pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Reached, WorkerError> {
+/// run has already ended (then there is nothing to wait for: [`WorkerError::RunEnded`]).
+pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Client, WorkerError> {
     // A bad address or TLS setting fails now, not after the timeout.
     let target = Target::new(&config.coordinator, config.token.as_deref(), config.tls.as_ref())
         .map_err(|message| WorkerError::Rpc { address: config.coordinator.clone(), message })?;
@@ -68,14 +60,15 @@ pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Reached, WorkerE
         first = false;
         let tried = target.connect(slice).await;
         let message = match tried {
-            Ok(client) => return Ok(Reached::Coordinator(client)),
+            Ok(client) => return Ok(client),
             Err(message) => message,
         };
         if let Some(state) = match &config.run {
             Some(run) => ended_state(run).await,
             None => None,
         } {
-            return Ok(Reached::RunEnded(state));
+            tracing::info!(%state, "the run ended before this worker reached its coordinator; nothing to do");
+            return Err(WorkerError::RunEnded { state });
         }
         if Instant::now() >= deadline {
             return Err(WorkerError::Rpc { address: config.coordinator.clone(), message });
@@ -88,11 +81,10 @@ pub async fn reach_coordinator(config: &WorkerConfig) -> Result<Reached, WorkerE
 pub async fn wait_until_ready(url: &str, timeout: Duration) -> Result<(), WorkerError> {
     let deadline = Instant::now() + timeout;
     let started = Instant::now();
+    let agent = ureq::Agent::new_with_config(ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(5))).build());
     loop {
-        let probe = url.to_string();
+        let (probe, agent) = (url.to_string(), agent.clone());
         let answer = tokio::task::spawn_blocking(move || {
-            let config = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(5))).build();
-            let agent = ureq::Agent::new_with_config(config);
             agent.get(&probe).call().map(|r| r.status().as_u16()).map_err(|e| e.to_string())
         })
         .await

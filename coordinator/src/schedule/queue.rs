@@ -79,6 +79,11 @@ impl Queue {
         models
     }
 
+    /// Whether a shard of a model `allowed` accepts is ready.
+    pub fn has_ready(&self, allowed: impl Fn(&str) -> bool) -> bool {
+        self.ready.keys().any(|model| allowed(model))
+    }
+
     /// When the next delayed shard is due.
     pub fn next_due(&self) -> Option<Instant> {
         self.delayed.peek().map(|Reverse((when, _))| *when)
@@ -104,7 +109,7 @@ mod tests {
         assert_eq!(queue.models(), vec![("b", (0, 5), 10), ("a", (0, 7), 3)]);
         assert!(queue.remove_ready("b", (0, 5), 10));
         assert!(queue.remove_ready("a", (0, 7), 3));
-        assert!(queue.models().is_empty());
+        assert!(queue.models().is_empty() && !queue.has_ready(|_| true));
     }
 
     #[test]

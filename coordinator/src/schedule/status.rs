@@ -79,7 +79,6 @@ impl Schedule {
         let live: Vec<_> =
             self.workers.values().filter(|w| now.saturating_duration_since(w.last_seen) < WORKER_SILENCE).collect();
         let mut models: Vec<ModelProgress> = Vec::new();
-        let mut pools: Vec<PoolProgress> = Vec::new();
         for shard in &run.shards {
             let model = &shard.planned.model;
             let pool = run.pool_of(model);
@@ -92,29 +91,32 @@ impl Schedule {
                     models.len() - 1
                 }
             };
-            let p = match pools.iter().position(|p| p.pool == pool) {
+            let m = &mut models[m];
+            m.shards_total += 1;
+            match shard.state {
+                ShardState::Done => m.shards_done += 1,
+                ShardState::Leased { .. } => m.shards_running += 1,
+                ShardState::Failed => m.shards_failed += 1,
+                ShardState::Pending { .. } => {}
+            }
+        }
+        // A pool's figures are its models' sums.
+        let mut pools: Vec<PoolProgress> = Vec::new();
+        for m in &models {
+            let p = match pools.iter().position(|p| p.pool == m.pool) {
                 Some(i) => i,
                 None => {
-                    let workers = live.iter().filter(|w| w.serves.pool == pool).count() as u32;
-                    pools.push(PoolProgress { pool: pool.to_string(), workers, ..Default::default() });
+                    let workers = live.iter().filter(|w| w.serves.pool == m.pool).count() as u32;
+                    pools.push(PoolProgress { pool: m.pool.clone(), workers, ..Default::default() });
                     pools.len() - 1
                 }
             };
-            if !pools[p].models.contains(model) {
-                pools[p].models.push(model.clone());
-            }
-            let (done, running, failed) = match shard.state {
-                ShardState::Done => (1, 0, 0),
-                ShardState::Leased { .. } => (0, 1, 0),
-                ShardState::Failed => (0, 0, 1),
-                ShardState::Pending { .. } => (0, 0, 0),
-            };
-            let m = &mut models[m];
-            (m.shards_total, m.shards_done, m.shards_running, m.shards_failed) =
-                (m.shards_total + 1, m.shards_done + done, m.shards_running + running, m.shards_failed + failed);
             let p = &mut pools[p];
-            (p.shards_total, p.shards_done, p.shards_running, p.shards_failed) =
-                (p.shards_total + 1, p.shards_done + done, p.shards_running + running, p.shards_failed + failed);
+            p.models.push(m.model.clone());
+            p.shards_total += m.shards_total;
+            p.shards_done += m.shards_done;
+            p.shards_running += m.shards_running;
+            p.shards_failed += m.shards_failed;
         }
         (models, pools)
     }
