@@ -9,6 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser;
 use codesweep_engine::http::{Endpoint, HttpBackend};
+use codesweep_fetch::grammars::choose_grammars;
 use codesweep_engine::{ChatMessage, ChatTemplate, GenerateOptions, Generator, Model, Request};
 use codesweep_tasks::dataset::repoqa::{add_to_dataset, curate, AnnotateError, Annotator, CurateOptions, CuratedRepo, SelectOptions};
 use codesweep_tasks::repoqa::{Language, RepoqaGrammars};
@@ -81,8 +82,9 @@ pub struct Args {
     /// Activation dtype of a safetensors `model:` annotator: f32, f16 or bf16.
     #[arg(long)]
     dtype: Option<String>,
-    /// Tree-sitter grammars: `auto` (the official scorer's when fetched, else bundled),
-    /// `bundled`, or a path to tree-sitter-languages' languages.so.
+    /// Tree-sitter grammars: `auto` (the official scorer's, fetched when missing, else
+    /// bundled), `official` (fetched or fail), `bundled`, or a path to tree-sitter-languages'
+    /// languages.so.
     #[arg(long, default_value = "auto")]
     grammars: String,
 }
@@ -177,7 +179,7 @@ pub fn run(args: Args) -> Result<()> {
         bail!("--repo {}: not a folder", args.repo.display());
     }
     let annotator = annotator(&args)?;
-    let grammars = RepoqaGrammars::choose(&args.grammars)?;
+    let grammars = choose_grammars(&args.grammars)?;
     let entry = args.entry.clone().unwrap_or_else(|| codesweep_tasks::dataset::repoqa::files::default_entry(&args.repo, args.language));
     let name = match &args.name {
         Some(n) => n.clone(),

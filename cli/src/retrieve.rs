@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser;
 use clap::ValueEnum;
+use codesweep_fetch::punkt::english_tables_dir;
 use codesweep_tasks::cceval::Language;
 use codesweep_tasks::input::parse_jsonl;
 use codesweep_tasks::retrieval::punkt::{Punkt, PunktParams};
@@ -78,8 +79,8 @@ pub struct Args {
     /// Chunks ranked, nearest files first (`--maximum_chunk_to_rerank`).
     #[arg(long, default_value_t = 1000)]
     max_chunks: usize,
-    /// NLTK's English punkt_tab folder (`scripts/fetch-punkt-english.sh`); default
-    /// $CODESWEEP_PUNKT_DIR, else ~/.cache/codesweep/punkt_tab/english.
+    /// NLTK's English punkt_tab folder; default $CODESWEEP_PUNKT_DIR, else
+    /// <cache>/punkt_tab/english, fetched there (pinned, checksummed) when missing.
     #[arg(long, value_name = "DIR")]
     punkt: Option<PathBuf>,
     /// Output: a `.jsonl` file, or a folder that gets the official name
@@ -102,13 +103,6 @@ fn language_parser() -> impl TypedValueParser<Value = Language> {
     clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
 }
 
-fn punkt_dir(arg: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(dir) = arg.or_else(|| std::env::var_os("CODESWEEP_PUNKT_DIR").map(PathBuf::from)) {
-        return Ok(dir);
-    }
-    let home = std::env::var_os("HOME").context("HOME is not set; pass --punkt DIR")?;
-    Ok(PathBuf::from(home).join(".cache/codesweep/punkt_tab/english"))
-}
 
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
@@ -137,9 +131,10 @@ pub fn run(args: Args) -> Result<()> {
     if !args.repos.is_dir() {
         bail!("--repos {}: not a folder", args.repos.display());
     }
-    let punkt = punkt_dir(args.punkt)?;
-    let params = PunktParams::load(&punkt)
-        .with_context(|| "NLTK's English Punkt tables are needed for word_tokenize; run scripts/fetch-punkt-english.sh or pass --punkt DIR")?;
+    let punkt = english_tables_dir(args.punkt).context("NLTK's English Punkt tables are needed for word_tokenize")?;
+    let params = PunktParams::load(&punkt).with_context(|| {
+        format!("NLTK's English Punkt tables are needed for word_tokenize; {} does not hold them (pass --punkt DIR)", punkt.display())
+    })?;
     let tokenizer = Tokenizer::new(Punkt::new(params));
     let dense = if ranking == RankingFn::Dense { Some(args.dense.load()?) } else { None };
 

@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use codesweep_fetch::grammars::choose_grammars;
 use codesweep_tasks::input::{parse_json_document, parse_jsonl};
 use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
 use codesweep_tasks::repoqa::score::{official_order, resolve};
-use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaGrammars, RepoqaScorer, RepoqaScores};
+use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaScorer, RepoqaScores};
 use rayon::prelude::*;
 
 use crate::files::{handle_invalid, ScoringFlags, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
@@ -32,23 +33,13 @@ pub struct Args {
     #[command(flatten)]
     flags: ScoringFlags,
     /// Tree-sitter grammars: `auto` uses the official scorer's grammar binaries
-    /// (tree-sitter-languages 1.10.2, fetched by scripts/fetch-repoqa-grammars.sh) when
-    /// present and the bundled ones otherwise; `bundled`; or a path to a `languages.so`.
-    #[arg(long, value_name = "auto|bundled|PATH", default_value = "auto")]
+    /// (tree-sitter-languages 1.10.2, fetched into the cache when missing) and the bundled
+    /// ones when they cannot be had; `official` fetches them or fails; `bundled`; or a path
+    /// to a `languages.so`.
+    #[arg(long, value_name = "auto|official|bundled|PATH", default_value = "auto")]
     grammars: String,
 }
 
-fn choose_grammars(choice: &str) -> Result<RepoqaGrammars> {
-    let grammars = RepoqaGrammars::choose(choice)?;
-    if choice == "auto" && matches!(grammars, RepoqaGrammars::Bundled) {
-        eprintln!(
-            "warning: the official RepoQA grammars are not installed, using the bundled ones; they agree \
-             except on error-recovered code with --ignore-comments. Run scripts/fetch-repoqa-grammars.sh \
-             for exact official numbers."
-        );
-    }
-    Ok(grammars)
-}
 
 pub fn run(args: Args) -> Result<()> {
     let grammars = choose_grammars(&args.grammars)?;

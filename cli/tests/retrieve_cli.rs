@@ -121,7 +121,8 @@ fn bad_inputs_are_named() {
         "--out", out.to_str().unwrap(),
     ]);
     assert!(!result.status.success());
-    assert!(text(&result.stderr).contains("fetch-punkt-english.sh"), "{}", text(&result.stderr));
+    let stderr = text(&result.stderr);
+    assert!(stderr.contains("nope does not hold them (pass --punkt DIR)") && stderr.contains("abbrev_types.txt"), "{stderr}");
 }
 
 /// Ten short lines of code, different for each `seed`.
@@ -208,4 +209,30 @@ fn dense_ranks_by_embedding_cosine_locally_and_through_an_endpoint() {
     assert!(result.status.success(), "{}", text(&result.stderr));
     let remote_written = std::fs::read_to_string(remote_out.join("line_completion_rg1_unixcoder_cosine_sim.jsonl")).unwrap();
     assert_eq!(remote_written, written, "endpoint and local embeddings give the same file");
+}
+
+#[test]
+fn without_tables_or_network_the_error_says_how_to_supply_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repos, examples) = fixture(dir.path());
+    // A fresh cache and a proxy that refuses connections: the tables cannot be fetched.
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let proxy = format!("http://127.0.0.1:{refused}");
+    let out = dir.path().join("out.jsonl");
+    let result = support::codesweep()
+        .args(["retrieve", "--language", "python", "--retriever", "bm25", "--examples", examples.to_str().unwrap()])
+        .args(["--repos", repos.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .env("CODESWEEP_CACHE", dir.path().join("cache"))
+        .env_remove("CODESWEEP_PUNKT_DIR")
+        .env("HTTPS_PROXY", &proxy)
+        .env("https_proxy", &proxy)
+        .env("ALL_PROXY", &proxy)
+        .output()
+        .unwrap();
+    let stderr = text(&result.stderr);
+    assert!(!result.status.success() && !out.exists());
+    assert!(stderr.contains("fetching NLTK's English Punkt tables"), "it says it fetches: {stderr}");
+    assert!(stderr.contains("cannot fetch NLTK's English Punkt tables"), "{stderr}");
+    assert!(stderr.contains("pass --punkt DIR (or set CODESWEEP_PUNKT_DIR)"), "it names the flag and the variable: {stderr}");
+    assert!(!dir.path().join("cache/punkt_tab/english").exists(), "nothing half-fetched is left as the tables");
 }

@@ -6,7 +6,6 @@
 //! with BERT-family encoders for dense retrieval. It knows nothing of benchmarks: stop rules and
 //! prompts come from the caller.
 
-pub mod assets;
 pub mod chat;
 pub mod config;
 pub mod embed;

@@ -19,7 +19,7 @@ fn bleu_json(bleu: Bleu) -> Value {
     }
 }
 
-/// The official scorer's grammars; CI fetches them with scripts/fetch-repoqa-grammars.sh.
+/// The official scorer's grammars; scripts/test.sh fetches them (scripts/fetch-repoqa-grammars.sh).
 fn reference_grammars() -> RepoqaGrammars {
     let path = RepoqaGrammars::default_reference_path().expect("HOME or CODESWEEP_GRAMMARS_DIR is set");
     RepoqaGrammars::load_reference(&path)

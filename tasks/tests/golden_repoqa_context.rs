@@ -14,7 +14,7 @@ use common::{golden_dir, read, read_jsonl};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The official grammars; CI fetches them with scripts/fetch-repoqa-grammars.sh.
+/// The official grammars; scripts/test.sh fetches them (scripts/fetch-repoqa-grammars.sh).
 fn reference_grammars() -> RepoqaGrammars {
     let path = RepoqaGrammars::default_reference_path().expect("HOME or CODESWEEP_GRAMMARS_DIR is set");
     RepoqaGrammars::load_reference(&path)

@@ -4,7 +4,7 @@
 //!
 //! Needs the project sources (`scripts/fetch-retrieval-sources.sh`, read from
 //! `$CODESWEEP_RETRIEVAL_SOURCES` or `~/.cache/codesweep/retrieval-sources`) and NLTK's English
-//! Punkt tables (`scripts/fetch-punkt-english.sh`, `$CODESWEEP_PUNKT_DIR` or
+//! Punkt tables (fetched by `codesweep retrieve` or `scripts/fetch-punkt-english.sh`, `$CODESWEEP_PUNKT_DIR` or
 //! `~/.cache/codesweep/punkt_tab/english`). Missing data fails the test unless
 //! `CODESWEEP_SKIP_RETRIEVAL_GOLDEN=1` says to skip it.
 

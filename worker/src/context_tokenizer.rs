@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use codesweep_engine::assets::{cache_dir, PinnedFile};
+use codesweep_fetch::{cache_dir, PinnedFile};
 use codesweep_engine::TextTokenizer;
 use codesweep_store::RunStore;
 

@@ -7,7 +7,8 @@ use std::time::Instant;
 use codesweep_engine::{ChatMessage, ChatTemplate, Request};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
 use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
-use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaGrammars, RepoqaScorer};
+use codesweep_fetch::grammars::choose_grammars;
+use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaScorer};
 use serde_json::{json, Value};
 
 use crate::backend::{generate_shard, sampling, Backend};
@@ -36,7 +37,7 @@ pub fn run_repoqa_shard(
     let document = json!({ header.language.clone(): [record] });
     let source = SourceDataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
     let dataset = Dataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
-    let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| input(e.to_string()))?;
+    let grammars = choose_grammars(&options.grammars).map_err(|e| input(e.to_string()))?;
     let tokenizer = match context_tokenizer {
         ContextTokenizer::Loaded(tokenizer) => tokenizer.as_ref(),
         ContextTokenizer::Model => backend.tokenizer().ok_or_else(|| {
@@ -55,7 +56,15 @@ pub fn run_repoqa_shard(
     // A local model's own chat template; an endpoint applies its template server-side (`chat`)
     // or gets the instruction as is.
     let template = match backend {
-        Backend::Local(model) => model.chat_template.as_deref().and_then(|t| ChatTemplate::from_jinja(t).ok()),
+        // A template codesweep cannot render is reported, and the instruction goes as is.
+        Backend::Local(model) => model.chat_template.as_deref().and_then(|t| match ChatTemplate::from_jinja(t) {
+            Ok(template) => Some(template),
+            Err(e) => {
+                tracing::warn!(model = %header.model.name, "RepoQA instructions go without the chat template: {e}");
+                eprintln!("warning: {}: RepoQA instructions go without the chat template: {e}", header.model.name);
+                None
+            }
+        }),
         Backend::Http(..) => None,
     };
     let backend = &backend.for_instructions();

@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 
+use codesweep_fetch::grammars::choose_grammars;
 use codesweep_store::records::{Benchmark, ExampleResult, ShardHeader};
 use codesweep_store::RunLayout;
 use codesweep_tasks::repoqa::score::official_order;
-use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaGrammars, RepoqaScorer, RepoqaScores, TaskResult, THRESHOLDS};
+use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaScorer, RepoqaScores, TaskResult, THRESHOLDS};
 use serde_json::{json, Value};
 
 use super::load::{ScoredShard, Verdicts};
@@ -83,7 +84,7 @@ pub(super) fn rescore(
     let document = json!({ shard.language.clone(): records });
     let dataset = Dataset::from_json(key, &document).map_err(|e| record_error(key, e.to_string()))?;
     let options = shard.repoqa.clone().unwrap_or_default();
-    let grammars = RepoqaGrammars::choose(&options.grammars).map_err(|e| record_error(key, e.to_string()))?;
+    let grammars = choose_grammars(&options.grammars).map_err(|e| record_error(key, e.to_string()))?;
     let language: Language = shard.language.parse().map_err(|e: String| record_error(key, e))?;
     let mut scorer = RepoqaScorer::new(ignore_comments.unwrap_or(options.ignore_comments), grammars);
     results

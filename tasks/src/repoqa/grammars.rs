@@ -36,12 +36,18 @@ pub struct ReferenceGrammars {
 #[derive(Debug, thiserror::Error)]
 pub enum GrammarError {
     /// The library could not be opened.
-    #[error("cannot load grammar library {path}: {source}; run scripts/fetch-repoqa-grammars.sh")]
+    #[error("cannot load grammar library {path}: {source}; give the path of tree-sitter-languages 1.10.2's languages.so, or `official` to fetch it")]
     Open {
         /// The library path.
         path: PathBuf,
         /// The loader's error.
         source: libloading::Error,
+    },
+    /// The official grammars could not be fetched.
+    #[error("the official RepoQA grammars are needed: {message}")]
+    Fetch {
+        /// Why, and how to supply them by hand.
+        message: String,
     },
     /// A language's entry point is missing.
     #[error("{path} has no `{symbol}`; is it tree-sitter-languages' languages.so?")]
@@ -68,9 +74,10 @@ pub enum GrammarError {
 }
 
 impl RepoqaGrammars {
-    /// Picks grammars by name: `auto` (the official scorer's binaries when installed at
-    /// [`RepoqaGrammars::default_reference_path`], else the bundled ones), `bundled`, or a path
-    /// to a `languages.so`.
+    /// Picks grammars by name without touching the network: `auto` (the official scorer's
+    /// binaries when already at [`RepoqaGrammars::default_reference_path`], else the bundled
+    /// ones), `bundled`, or a path to a `languages.so`. codesweep-fetch's `choose_grammars`
+    /// fetches the official binaries for `auto` and `official`.
     pub fn choose(choice: &str) -> Result<Self, GrammarError> {
         match choice {
             "bundled" => Ok(Self::Bundled),
@@ -109,13 +116,14 @@ impl RepoqaGrammars {
         Ok(Self::Reference(Arc::new(ReferenceGrammars { path: path.to_path_buf(), languages, _library: library })))
     }
 
-    /// The default place `scripts/fetch-repoqa-grammars.sh` puts `languages.so`:
-    /// `$CODESWEEP_GRAMMARS_DIR` or `~/.cache/codesweep/grammars`, then
+    /// Where the official `languages.so` is kept: `$CODESWEEP_GRAMMARS_DIR`, else
+    /// `$CODESWEEP_CACHE/grammars`, else `~/.cache/codesweep/grammars`, then
     /// `tree-sitter-languages-1.10.2/languages.so`.
     pub fn default_reference_path() -> Option<PathBuf> {
-        let base = std::env::var_os("CODESWEEP_GRAMMARS_DIR")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/codesweep/grammars")))?;
+        let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let base = set("CODESWEEP_GRAMMARS_DIR")
+            .or_else(|| set("CODESWEEP_CACHE").map(|cache| cache.join("grammars")))
+            .or_else(|| set("HOME").map(|home| home.join(".cache/codesweep/grammars")))?;
         Some(base.join("tree-sitter-languages-1.10.2/languages.so"))
     }
 

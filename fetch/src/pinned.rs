@@ -1,7 +1,6 @@
-//! Files codesweep fetches for itself instead of asking for a script to be run first: each
-//! is pinned to a URL and checked (by its sha256, or by what it must contain where only the
-//! content is known), fetched once into the cache (`$CODESWEEP_CACHE`, else
-//! `~/.cache/codesweep`), and moved into place only when whole and verified.
+//! One pinned file: fetched once from an immutable URL into the cache, checked (by its sha256,
+//! or by what it must contain where only the content is known), and moved into place only when
+//! whole and verified.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -107,6 +106,22 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// An HTTP agent that trusts the system's certificate store (`SSL_CERT_FILE`/`SSL_CERT_DIR`
+/// honoured), so fetching works behind a proxy with its own authority; Mozilla's roots when
+/// the system has none.
+fn agent() -> ureq::Agent {
+    let system = rustls_native_certs::load_native_certs().certs;
+    let roots = if system.is_empty() {
+        ureq::tls::RootCerts::WebPki
+    } else {
+        let certs: Vec<ureq::tls::Certificate<'static>> =
+            system.iter().map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned()).collect();
+        ureq::tls::RootCerts::new_with_certs(&certs)
+    };
+    let tls = ureq::tls::TlsConfig::builder().root_certs(roots).build();
+    ureq::Agent::config_builder().tls_config(tls).build().into()
+}
+
 impl PinnedFile {
     /// The file's path, fetching it first when the cache does not have it (saying so on
     /// stderr). A cached file is checked against the pinned digest every time.
@@ -129,7 +144,7 @@ impl PinnedFile {
             message,
             hint: self.offline_hint.clone(),
         };
-        let response = ureq::get(&self.url).call().map_err(|e| fetch_error(e.to_string()))?;
+        let response = agent().get(&self.url).call().map_err(|e| fetch_error(e.to_string()))?;
         // A partial file in the same folder, renamed into place once whole and verified, so a
         // crash or a concurrent fetch never leaves a truncated file under the final name.
         let partial = folder.join(format!(
@@ -184,6 +199,7 @@ impl PinnedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_server::serve_once;
 
     fn pinned(dir: &Path, url: &str, sha256: &str) -> PinnedFile {
         PinnedFile {
@@ -194,22 +210,6 @@ mod tests {
             path: dir.join("sub/file.txt"),
             offline_hint: "Point --x at a copy.".into(),
         }
-    }
-
-    /// Serves `body` once over loopback HTTP; returns the URL.
-    fn serve_once(body: &'static [u8]) -> String {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/file.txt", listener.local_addr().unwrap());
-        std::thread::spawn(move || {
-            if let Ok((mut stream, _)) = listener.accept() {
-                let mut request = [0u8; 1024];
-                let _ = std::io::Read::read(&mut stream, &mut request);
-                let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
-                let _ = std::io::Write::write_all(&mut stream, head.as_bytes());
-                let _ = std::io::Write::write_all(&mut stream, body);
-            }
-        });
-        url
     }
 
     const HELLO_SHA256: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
