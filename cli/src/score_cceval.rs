@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long, value_parser = language_parser())]
     language: Language,
     /// Edit-similarity backend; `difflib` reproduces the official environment.
-    #[arg(long, value_enum, default_value = "difflib")]
+    #[arg(long, value_enum, default_value = codesweep_tasks::cceval::shard::DEFAULT_EDIT_SIM)]
     edit_sim: EditSimArg,
     /// Output directory: results.json, detailed_results.jsonl (also as the official
     /// detailed_results.json), prediction_truncated.jsonl, exact_match_idx.jsonl.

@@ -1,6 +1,7 @@
 //! `codesweep report` over several runs (a sweep run as one release per model size): one set of
 //! tables equal to the union of the runs' own tables, and a clear refusal when the runs did not
-//! measure the same thing or share a model.
+//! measure the same thing or share a model. `report` and `rescore` on a run with a corrupted
+//! stored result: the worker's verdicts and the rescored ones agree, the bad object is named.
 
 mod support;
 
@@ -91,4 +92,59 @@ fn a_report_over_two_runs_is_the_union_of_their_tables() {
         stderr.contains("runs small and longer cannot share a report: `generation.max_new_tokens` is 8 in small and 12 in longer"),
         "{stderr}"
     );
+}
+
+/// The report's cells and failures as JSON, read from `out/report.json`.
+fn report_json(out_dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn rescore_agrees_with_the_worker_and_a_corrupted_result_is_named_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_data(dir.path());
+    let (qwen, _) = write_models(dir.path());
+    let store = dir.path().join("store");
+    let spec = write_spec(dir.path(), "corrupt", &store, &data, ("tiny-qwen2", &qwen), 8);
+    std::fs::write(&spec, std::fs::read_to_string(&spec).unwrap().replace("shard_size = 5", "shard_size = 2")).unwrap();
+    run(&spec);
+    let run_url = format!("{}/corrupt", store.display());
+    let report = |args: &[&str], out: &Path| {
+        let mut all = vec![args[0], run_url.as_str(), "--out", out.to_str().unwrap()];
+        all.extend_from_slice(&args[1..]);
+        let result = run_codesweep(&all);
+        assert!(result.status.success(), "{:?}: {}", all, text(&result.stderr));
+        (report_json(out), text(&result.stdout))
+    };
+    // The worker's stored verdicts and verdicts computed again from the stored completions agree.
+    let (stored, _) = report(&["report"], &dir.path().join("stored"));
+    let (rescored, _) = report(&["rescore"], &dir.path().join("rescored"));
+    assert_eq!(stored["cceval"], rescored["cceval"], "rescore disagrees with the worker");
+    assert_eq!(stored["cceval"][0]["examples"], 5);
+
+    // One python result object now holds a task twice (as a botched copy or merge would).
+    let shard = store.join("corrupt/shards/tiny-qwen2/cceval/python/in_file/0000.jsonl");
+    let text_before = std::fs::read_to_string(&shard).unwrap_or_else(|e| panic!("{}: {e}", shard.display()));
+    let second_line = text_before.lines().nth(1).unwrap().to_string();
+    std::fs::write(&shard, format!("{text_before}{second_line}\n")).unwrap();
+    for command in ["report", "rescore"] {
+        let out = dir.path().join(format!("{command}-after"));
+        let (json, markdown) = report(&[command], &out);
+        let failures = json["failures"].as_array().unwrap();
+        assert_eq!(failures.len(), 1, "{command}: {failures:?}");
+        let error = failures[0]["error"].as_str().unwrap();
+        assert!(error.contains("0000.jsonl:4: task_id") && error.contains("appears twice"), "{command}: {error}");
+        let python = json["cceval"].as_array().unwrap().iter().find(|c| c["language"] == "python").unwrap();
+        assert_eq!((python["examples"].as_u64(), python["planned"].as_u64()), (Some(3), Some(5)), "{command}: the shard is left out, not counted twice");
+        let java = json["cceval"].as_array().unwrap().iter().find(|c| c["language"] == "java").unwrap();
+        let java_before = stored["cceval"].as_array().unwrap().iter().find(|c| c["language"] == "java").unwrap();
+        assert_eq!(java, java_before, "{command}: the other shards are reported as before");
+        assert!(markdown.contains("## Failed shards") && markdown.contains("appears twice"), "{command}: {markdown}");
+    }
+
+    // A truncated object: named with its line, the rest of the run still reported.
+    std::fs::write(&shard, &text_before[..text_before.len() - 20]).unwrap();
+    let (json, _) = report(&["rescore"], &dir.path().join("truncated"));
+    let error = json["failures"][0]["error"].as_str().unwrap();
+    assert!(error.starts_with("stored result unreadable:") && error.contains("0000.jsonl"), "{error}");
 }

@@ -137,7 +137,7 @@ fn cceval_cells(section: &CcevalSection) -> Result<Vec<CcevalCell>, PlanError> {
 
 /// Reads a data file's examples verbatim (validated: task id, prompt, groundtruth, and the
 /// cross-file context text when the setting uses it). An unusable record becomes an
-/// [`records::invalid_record`] stand-in at its place, so only its shard fails; a file with no
+/// [`invalid_record`](codesweep_tasks::input::invalid_record) stand-in at its place, so only its shard fails; a file with no
 /// usable record at all is refused (most likely the wrong file).
 fn read_examples(cell: &CcevalCell, limit: Option<usize>) -> Result<Vec<Value>, PlanError> {
     let bytes = std::fs::read(&cell.file).map_err(|e| data_error(&cell.file, format!("cannot read: {e}")))?;
@@ -159,7 +159,7 @@ fn read_examples(cell: &CcevalCell, limit: Option<usize>) -> Result<Vec<Value>, 
         tracing::warn!(%error, "unusable data record; the shard holding it will fail, the rest of the run goes on");
     }
     let mut lines: Vec<(usize, Value)> = parsed.records.into_iter().map(|r| (r.line, r.value)).collect();
-    lines.extend(parsed.errors.iter().map(|e| (e.line, records::invalid_record(&e.to_string()))));
+    lines.extend(parsed.errors.iter().map(|e| (e.line, codesweep_tasks::input::invalid_record(&e.to_string()))));
     lines.sort_by_key(|(line, _)| *line);
     let mut examples: Vec<Value> = lines.into_iter().map(|(_, value)| value).collect();
     if let Some(limit) = limit {

@@ -168,7 +168,7 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
         let language = Language::ALL.iter().position(|l| l.name() == shard.language).unwrap_or(usize::MAX);
         cells.entry((model, shard.setting.clone(), language)).or_default().push(shard);
     }
-    let mut scored = load::scored_shards(store, &layout, &plan, scoring).await?;
+    let load::ScoredRun { mut scored, unreadable } = load::scored_shards(store, &layout, &plan, scoring).await?;
     let mut out = Vec::new();
     for ((_, setting, _), mut shards) in cells {
         shards.sort_by_key(|s| s.index);
@@ -195,7 +195,9 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
         });
     }
     let repoqa = repoqa::collect(&layout, &plan, &model_order, &mut scored)?;
-    let failures = failed_shards(store, &layout, &done_shards(store, &layout).await?).await?;
+    let mut failures = failed_shards(store, &layout, &done_shards(store, &layout).await?).await?;
+    failures.extend(unreadable);
+    failures.sort_by(|a, b| a.shard_id.cmp(&b.shard_id));
     Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa, failures })
 }
 
@@ -344,6 +346,7 @@ mod load;
 mod merge;
 mod plot;
 pub mod repoqa;
+mod rescore;
 pub use merge::build_merged_report;
 pub use plot::scaling_svg;
 pub use repoqa::RepoqaRow;

@@ -149,7 +149,7 @@ pub struct CcevalSection {
 }
 
 fn default_edit_sim() -> String {
-    "difflib".into()
+    codesweep_tasks::cceval::shard::DEFAULT_EDIT_SIM.into()
 }
 
 /// `[repoqa]`: RepoQA Searching Needle Function on a dataset in the official layout.

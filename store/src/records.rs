@@ -249,21 +249,6 @@ struct HeaderLine<H> {
     header: H,
 }
 
-/// Key of the stand-in the planner writes for a data record it could not use (malformed JSON,
-/// invalid UTF-8, a missing field): the shard holding it fails with this error instead of the
-/// whole run being refused, so every other shard still runs.
-pub const INVALID_RECORD: &str = "codesweep_invalid_record";
-
-/// The stand-in for an unusable data record; `error` names the data file, line and field.
-pub fn invalid_record(error: &str) -> serde_json::Value {
-    serde_json::json!({ INVALID_RECORD: error })
-}
-
-/// The error of an [`invalid_record`] stand-in, if `record` is one.
-pub fn invalid_record_error(record: &serde_json::Value) -> Option<&str> {
-    record.get(INVALID_RECORD).and_then(serde_json::Value::as_str)
-}
-
 /// Writes a header line and one line per record.
 pub fn encode<H: Serialize, R: Serialize>(header: &H, records: &[R]) -> Result<String, serde_json::Error> {
     let mut out = serde_json::to_string(&HeaderLine { header })?;

@@ -233,3 +233,18 @@ mod tests {
         assert_eq!((err.line, err.message.as_str()), (2, "invalid UTF-8; the file must be UTF-8 encoded"));
     }
 }
+
+/// Key of the stand-in the planner writes for a data record it could not use (malformed JSON,
+/// invalid UTF-8, a missing field): the shard holding it fails with this error instead of the
+/// whole run being refused, so every other shard still runs.
+pub const INVALID_RECORD: &str = "codesweep_invalid_record";
+
+/// The stand-in for an unusable data record; `error` names the data file, line and field.
+pub fn invalid_record(error: &str) -> Value {
+    serde_json::json!({ INVALID_RECORD: error })
+}
+
+/// The error of an [`invalid_record`] stand-in, if `record` is one.
+pub fn invalid_record_error(record: &Value) -> Option<&str> {
+    record.get(INVALID_RECORD).and_then(Value::as_str)
+}

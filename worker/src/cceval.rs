@@ -7,8 +7,8 @@ use std::time::Instant;
 use codesweep_engine::prompt::{cceval_prompt, PromptBudget};
 use codesweep_engine::{Request, StopPredicate};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
-use codesweep_tasks::cceval::{CcevalScorer, EditSimBackend, Example, Language, StatementEnd};
-use codesweep_tasks::input::str_field;
+use codesweep_tasks::cceval::shard::{edit_sim_or_default, score_completions, shard_examples};
+use codesweep_tasks::cceval::{Example, Language, StatementEnd};
 use serde_json::Value;
 
 use crate::backend::{generate_shard, sampling, Backend};
@@ -24,31 +24,6 @@ impl StopPredicate for StatementStop {
     }
 }
 
-struct Prepared {
-    example: Example,
-    crossfile: Option<String>,
-}
-
-fn prepare(key: &str, header: &ShardHeader, records: &[Value]) -> Result<Vec<Prepared>, WorkerError> {
-    let input = |line: usize, message: String| WorkerError::Input { key: key.to_string(), message: format!("line {line}: {message}") };
-    records
-        .iter()
-        .enumerate()
-        .map(|(i, value)| {
-            if let Some(error) = codesweep_store::records::invalid_record_error(value) {
-                return Err(input(i + 2, format!("corrupt input record: {error}")));
-            }
-            let example = Example::from_json(value).map_err(|e| input(i + 2, format!("field `{}`: {}", e.field, e.message)))?;
-            let crossfile = if header.use_crossfile {
-                Some(str_field(value, "crossfile_context.text").map_err(|e| input(i + 2, format!("field `{}`: {}", e.field, e.message)))?.to_string())
-            } else {
-                None
-            };
-            Ok(Prepared { example, crossfile })
-        })
-        .collect()
-}
-
 /// Runs one CrossCodeEval shard: returns a result per example, in input order, and totals.
 /// `key` names the input object in errors. Checks `control` between batches and stops with
 /// [`WorkerError::Stopped`] when asked to.
@@ -62,8 +37,8 @@ pub fn run_cceval_shard(
     let started = Instant::now();
     let input = |message: String| WorkerError::Input { key: key.to_string(), message };
     let language: Language = header.language.parse().map_err(input)?;
-    let edit_sim: EditSimBackend = header.edit_sim.as_deref().unwrap_or("difflib").parse().map_err(input)?;
-    let examples = prepare(key, header, records)?;
+    let edit_sim = edit_sim_or_default(header.edit_sim.as_deref()).map_err(input)?;
+    let examples = shard_examples(key, records, header.use_crossfile).map_err(|e| input(e.to_string()))?;
     let g = &header.generation;
     let budget = PromptBudget {
         model_max_tokens: g.model_max_tokens,
@@ -94,18 +69,20 @@ pub fn run_cceval_shard(
         });
     }
     let completions = generate_shard(backend, &header.model.name, &requests, g, control)?;
-    let mut scorer = CcevalScorer::new(language, edit_sim);
-    let mut totals = ShardTotals { examples: examples.len(), ..ShardTotals::default() };
-    let results = examples
+    let inputs: Vec<Example> = examples.into_iter().map(|p| p.example).collect();
+    let answered: Vec<(&str, &str)> = completions.iter().map(|c| (c.id.as_str(), c.text.as_str())).collect();
+    let scored = score_completions(language, edit_sim, key, &inputs, "the shard's completions", &answered)
+        .map_err(|e| input(e.to_string()))?;
+    let mut totals = ShardTotals { examples: inputs.len(), ..ShardTotals::default() };
+    let results = scored
         .iter()
         .zip(&completions)
-        .map(|(p, c)| {
-            let scored = scorer.score(&p.example.task_id, &p.example.prompt, &p.example.groundtruth, &c.text);
+        .map(|(scored, c)| {
             totals.prompt_tokens += c.prompt_tokens as u64;
             totals.generated_tokens += c.generated_tokens as u64;
             ExampleResult {
                 task: None,
-                task_id: p.example.task_id.clone(),
+                task_id: scored.task_id.clone(),
                 completion: c.text.clone(),
                 prediction: scored.pred.clone(),
                 prompt_tokens: c.prompt_tokens,

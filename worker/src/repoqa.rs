@@ -8,7 +8,8 @@ use codesweep_engine::{ChatMessage, ChatTemplate, Request};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
 use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
 use codesweep_fetch::grammars::choose_grammars;
-use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaScorer};
+use codesweep_tasks::repoqa::shard::{score_answers, shard_dataset};
+use codesweep_tasks::repoqa::{Language, ModelOutput, RepoqaScorer};
 use serde_json::{json, Value};
 
 use crate::backend::{generate_shard, sampling, Backend};
@@ -31,12 +32,8 @@ pub fn run_repoqa_shard(
     let options = header.repoqa.clone().unwrap_or_default();
     let language: Language = header.language.parse().map_err(input)?;
     let mode: CommentMode = options.comment_mode.parse().map_err(input)?;
-    let [record] = records else {
-        return Err(input(format!("expected one repository record, found {}", records.len())));
-    };
-    let document = json!({ header.language.clone(): [record] });
+    let (dataset, document) = shard_dataset(key, &header.language, records).map_err(input)?;
     let source = SourceDataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
-    let dataset = Dataset::from_json(key, &document).map_err(|e| input(e.to_string()))?;
     let grammars = choose_grammars(&options.grammars).map_err(|e| input(e.to_string()))?;
     let tokenizer = match context_tokenizer {
         ContextTokenizer::Loaded(tokenizer) => tokenizer.as_ref(),
@@ -82,12 +79,10 @@ pub fn run_repoqa_shard(
         requests.push(Request { sampling, ..Request::greedy(task.task_id(), prompt, options.max_new_tokens) });
     }
     let completions = generate_shard(backend, &header.model.name, &requests, g, control)?;
-    let mut scorer = RepoqaScorer::new(options.ignore_comments, grammars);
-    let mut totals = ShardTotals { examples: tasks.len(), ..ShardTotals::default() };
-    let mut results = Vec::with_capacity(tasks.len());
-    for (task, c) in tasks.iter().zip(&completions) {
-        let repo = dataset.repo(&header.language, &task.repo).ok_or_else(|| input(format!("no repository {:?}", task.repo)))?;
-        let output = ModelOutput {
+    let answers: Vec<ModelOutput> = tasks
+        .iter()
+        .zip(&completions)
+        .map(|(task, c)| ModelOutput {
             language: header.language.clone(),
             repo: task.repo.clone(),
             name: task.name.clone(),
@@ -95,8 +90,13 @@ pub fn run_repoqa_shard(
             position_ratio: json!(task.position_ratio),
             needle_token_start: json!(task.context.needle_token_start),
             needle_token_end: json!(task.context.needle_token_end),
-        };
-        let verdict = scorer.score(language, repo, &output);
+        })
+        .collect();
+    let mut scorer = RepoqaScorer::new(options.ignore_comments, grammars);
+    let verdicts = score_answers(&mut scorer, language, &dataset, key, &answers).map_err(input)?;
+    let mut totals = ShardTotals { examples: tasks.len(), ..ShardTotals::default() };
+    let mut results = Vec::with_capacity(tasks.len());
+    for ((task, c), verdict) in tasks.iter().zip(&completions).zip(verdicts) {
         totals.prompt_tokens += c.prompt_tokens as u64;
         totals.generated_tokens += c.generated_tokens as u64;
         results.push(ExampleResult {

@@ -1,17 +1,20 @@
 //! Fetching a run's stored shard results concurrently and scoring them in parallel, so
-//! `report` and `rescore` cost one round of reads and all cores, not one shard at a time.
+//! `report` and `rescore` cost one round of reads and all cores, not one shard at a time. A
+//! stored result that cannot be read or scored (edited, truncated, a task twice) is named and
+//! left out of the tables like a failed shard; the other shards are reported.
 
 use std::collections::HashMap;
 
 use codesweep_store::records::{self, Benchmark, ExampleResult, ResultHeader, ShardHeader};
-use codesweep_store::{RunLayout, RunStore};
-use codesweep_tasks::cceval::{CcevalScorer, EditSimBackend, Example, ExampleMetrics, Language};
+use codesweep_store::{RunLayout, RunStore, StoreError};
+use codesweep_tasks::cceval::ExampleMetrics;
 use codesweep_tasks::repoqa::TaskResult;
 use futures::{StreamExt, TryStreamExt};
 use rayon::prelude::*;
 use serde_json::Value;
 
-use super::{record_error, ReportError, Scoring};
+use super::rescore::{rescore_cceval, rescore_repoqa};
+use super::{record_error, FailedShard, ReportError, Scoring};
 use crate::plan::Plan;
 
 /// Object-store reads in flight at once.
@@ -41,14 +44,29 @@ pub(super) struct ScoredShard {
     pub verdicts: Verdicts,
 }
 
-async fn load_one(store: &RunStore, layout: &RunLayout, shard_id: String, with_input: bool) -> Result<Option<StoredShard>, ReportError> {
+/// What reading one shard's result gave.
+enum Loaded {
+    /// No result yet.
+    Absent,
+    /// The result (and input, when rescoring).
+    Stored(StoredShard),
+    /// A result object that cannot be used: why, naming object and line.
+    Unreadable(FailedShard),
+}
+
+async fn load_one(store: &RunStore, layout: &RunLayout, shard_id: String, with_input: bool) -> Result<Loaded, ReportError> {
     let key = layout.result(&shard_id);
-    let Some(text) = store.get_text(&key).await? else { return Ok(None) };
-    let (header, results): (ResultHeader, Vec<ExampleResult>) = records::decode(&key, &text)?;
-    // A task scored twice would count twice in every table: refuse the object instead.
+    let Some(text) = store.get_text(&key).await? else { return Ok(Loaded::Absent) };
+    let unreadable = |error: String| Ok(Loaded::Unreadable(FailedShard { shard_id: shard_id.clone(), attempts: None, error }));
+    let (header, results): (ResultHeader, Vec<ExampleResult>) = match records::decode(&key, &text) {
+        Ok(decoded) => decoded,
+        Err(e @ StoreError::Format { .. }) => return unreadable(format!("stored result unreadable: {e}")),
+        Err(e) => return Err(e.into()),
+    };
+    // A task scored twice would count twice in every table: the object is refused.
     let mut seen = std::collections::HashSet::new();
     if let Some((index, r)) = results.iter().enumerate().find(|(_, r)| !seen.insert(r.task_id.as_str())) {
-        return Err(record_error(&key, format!("record {}: task_id {:?} appears twice in the result", index + 1, r.task_id)));
+        return unreadable(format!("stored result unreadable: {key}:{}: task_id {:?} appears twice", index + 2, r.task_id));
     }
     let input = if with_input {
         let input_key = layout.input(&shard_id);
@@ -58,95 +76,88 @@ async fn load_one(store: &RunStore, layout: &RunLayout, shard_id: String, with_i
     } else {
         None
     };
-    Ok(Some(StoredShard { key, header, results, input }))
+    Ok(Loaded::Stored(StoredShard { key, header, results, input }))
+}
+
+/// The shards of a run that have a result: scored, and those whose result cannot be used.
+pub(super) struct ScoredRun {
+    /// Scored shards by shard id.
+    pub scored: HashMap<String, ScoredShard>,
+    /// Results that could not be read or scored, named; their examples are missing from the tables.
+    pub unreadable: Vec<FailedShard>,
 }
 
 /// Reads every finished shard of `plan` and scores it: the stored metrics as they are, or
 /// (rescoring) the stored completions scored again against the shard inputs. Shards without a
 /// result are absent from the map.
-pub(super) async fn scored_shards(
-    store: &RunStore,
-    layout: &RunLayout,
-    plan: &Plan,
-    scoring: Scoring,
-) -> Result<HashMap<String, ScoredShard>, ReportError> {
+pub(super) async fn scored_shards(store: &RunStore, layout: &RunLayout, plan: &Plan, scoring: Scoring) -> Result<ScoredRun, ReportError> {
     let with_input = matches!(scoring, Scoring::Rescore(_));
-    let loaded: Vec<Option<StoredShard>> = futures::stream::iter(plan.shards.iter().map(|s| s.shard_id.clone()))
+    let loaded: Vec<Loaded> = futures::stream::iter(plan.shards.iter().map(|s| s.shard_id.clone()))
         .map(|id| load_one(store, layout, id, with_input))
         .buffer_unordered(CONCURRENT_READS)
         .try_collect()
         .await?;
-    let stored: Vec<StoredShard> = loaded.into_iter().flatten().collect();
+    let mut unreadable = Vec::new();
+    let mut stored = Vec::new();
+    for shard in loaded {
+        match shard {
+            Loaded::Absent => {}
+            Loaded::Stored(shard) => stored.push(shard),
+            Loaded::Unreadable(failed) => unreadable.push(failed),
+        }
+    }
     // Scoring is CPU-bound: off the async threads, across every core.
-    tokio::task::spawn_blocking(move || {
+    let scored: Vec<Result<(String, ScoredShard), FailedShard>> = tokio::task::spawn_blocking(move || {
         stored
             .into_par_iter()
             .map(|shard| {
-                let verdicts = verdicts(&shard, scoring)?;
-                Ok((shard.header.shard.shard_id.clone(), ScoredShard { results: shard.results, verdicts }))
+                let shard_id = shard.header.shard.shard_id.clone();
+                match verdicts(&shard, scoring) {
+                    Ok(verdicts) => Ok((shard_id, ScoredShard { results: shard.results, verdicts })),
+                    Err(error) => Err(FailedShard { shard_id, attempts: None, error: format!("stored result unreadable: {error}") }),
+                }
             })
             .collect()
     })
     .await
-    .map_err(|e| record_error(layout.run_id(), format!("scoring panicked: {e}")))?
+    .map_err(|e| record_error(layout.run_id(), format!("scoring panicked: {e}")))?;
+    let mut run = ScoredRun { scored: HashMap::new(), unreadable };
+    for shard in scored {
+        match shard {
+            Ok((id, shard)) => {
+                run.scored.insert(id, shard);
+            }
+            Err(failed) => run.unreadable.push(failed),
+        }
+    }
+    run.unreadable.sort_by(|a, b| a.shard_id.cmp(&b.shard_id));
+    Ok(run)
 }
 
-fn verdicts(shard: &StoredShard, scoring: Scoring) -> Result<Verdicts, ReportError> {
+fn verdicts(shard: &StoredShard, scoring: Scoring) -> Result<Verdicts, String> {
     let key = &shard.key;
-    let field_error = |task: &str, field: &str, message: &str| record_error(key, format!("{task}: field `{field}`: {message}"));
+    let field_error = |index: usize, field: &str, message: &str| format!("{key}:{}: field `metrics.{field}`: {message}", index + 2);
     match (shard.header.shard.benchmark, scoring, &shard.input) {
         (Benchmark::Cceval, Scoring::Stored, _) => shard
             .results
             .iter()
-            .map(|r| ExampleMetrics::from_detailed_json(&r.metrics).map_err(|e| field_error(&r.task_id, &e.field, &e.message)))
+            .enumerate()
+            .map(|(i, r)| ExampleMetrics::from_detailed_json(&r.metrics).map_err(|e| field_error(i, &e.field, &e.message)))
             .collect::<Result<_, _>>()
             .map(Verdicts::Cceval),
         (Benchmark::Repoqa, Scoring::Stored, _) => shard
             .results
             .iter()
-            .map(|r| TaskResult::from_json(&r.metrics).map_err(|e| field_error(&r.task_id, &e.field, &e.message)))
+            .enumerate()
+            .map(|(i, r)| TaskResult::from_json(&r.metrics).map_err(|e| field_error(i, &e.field, &e.message)))
             .collect::<Result<_, _>>()
             .map(Verdicts::Repoqa),
         (Benchmark::Cceval, Scoring::Rescore(options), Some((input_key, examples))) => {
-            rescore_cceval(input_key, &shard.header.shard, examples, &shard.results, options.edit_sim).map(Verdicts::Cceval)
+            rescore_cceval(input_key, key, &shard.header.shard, examples, &shard.results, options.edit_sim).map(Verdicts::Cceval)
         }
         (Benchmark::Repoqa, Scoring::Rescore(options), Some((input_key, examples))) => {
-            super::repoqa::rescore(input_key, &shard.header.shard, examples, &shard.results, options.ignore_comments)
-                .map(Verdicts::Repoqa)
+            rescore_repoqa(input_key, key, &shard.header.shard, examples, &shard.results, options.ignore_comments).map(Verdicts::Repoqa)
         }
-        (_, Scoring::Rescore(_), None) => Err(record_error(key, "rescoring needs the shard input")),
+        (_, Scoring::Rescore(_), None) => Err(format!("{key}: rescoring needs the shard input")),
     }
-}
-
-/// Scores a CrossCodeEval shard's stored completions again against its input examples.
-fn rescore_cceval(
-    key: &str,
-    shard: &ShardHeader,
-    examples: &[Value],
-    results: &[ExampleResult],
-    edit_sim: Option<EditSimBackend>,
-) -> Result<Vec<ExampleMetrics>, ReportError> {
-    let language: Language = shard.language.parse().map_err(|e: String| record_error(key, e))?;
-    let backend = match edit_sim {
-        Some(backend) => backend,
-        None => shard.edit_sim.as_deref().unwrap_or("difflib").parse().map_err(|e: String| record_error(key, e))?,
-    };
-    let by_id: HashMap<String, Example> = examples
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            Example::from_json(v)
-                .map(|e| (e.task_id.clone(), e))
-                .map_err(|e| record_error(key, format!("line {}: field `{}`: {}", i + 2, e.field, e.message)))
-        })
-        .collect::<Result<_, _>>()?;
-    let mut scorer = CcevalScorer::new(language, backend);
-    results
-        .iter()
-        .map(|r| {
-            let example = by_id.get(&r.task_id).ok_or_else(|| record_error(key, format!("no example {:?}", r.task_id)))?;
-            let scored = scorer.score(&r.task_id, &example.prompt, &example.groundtruth, &r.completion);
-            Ok(ExampleMetrics::from(&scored))
-        })
-        .collect()
 }

@@ -3,11 +3,10 @@
 
 use std::collections::HashMap;
 
-use codesweep_fetch::grammars::choose_grammars;
-use codesweep_store::records::{Benchmark, ExampleResult, ShardHeader};
+use codesweep_store::records::Benchmark;
 use codesweep_store::RunLayout;
 use codesweep_tasks::repoqa::score::official_order;
-use codesweep_tasks::repoqa::{Dataset, Language, ModelOutput, RepoqaScorer, RepoqaScores, TaskResult, THRESHOLDS};
+use codesweep_tasks::repoqa::{Language, RepoqaScores, TaskResult, THRESHOLDS};
 use serde_json::{json, Value};
 
 use super::load::{ScoredShard, Verdicts};
@@ -70,40 +69,6 @@ pub(super) fn collect(
         });
     }
     Ok(rows)
-}
-
-/// Scores a RepoQA shard's stored answers again against its input (the repositories);
-/// `ignore_comments` overrides the run's setting.
-pub(super) fn rescore(
-    key: &str,
-    shard: &ShardHeader,
-    records: &[Value],
-    results: &[ExampleResult],
-    ignore_comments: Option<bool>,
-) -> Result<Vec<TaskResult>, ReportError> {
-    let document = json!({ shard.language.clone(): records });
-    let dataset = Dataset::from_json(key, &document).map_err(|e| record_error(key, e.to_string()))?;
-    let options = shard.repoqa.clone().unwrap_or_default();
-    let grammars = choose_grammars(&options.grammars).map_err(|e| record_error(key, e.to_string()))?;
-    let language: Language = shard.language.parse().map_err(|e: String| record_error(key, e))?;
-    let mut scorer = RepoqaScorer::new(ignore_comments.unwrap_or(options.ignore_comments), grammars);
-    results
-        .iter()
-        .map(|r| {
-            let stored = TaskResult::from_json(&r.metrics).map_err(|e| record_error(key, e.message))?;
-            let repo = dataset.repo(&shard.language, &stored.repo).ok_or_else(|| record_error(key, format!("no repository {:?}", stored.repo)))?;
-            let output = ModelOutput {
-                language: stored.language.clone(),
-                repo: stored.repo.clone(),
-                name: stored.name.clone(),
-                output: r.completion.clone(),
-                position_ratio: stored.needle_position.clone(),
-                needle_token_start: stored.token_start.clone(),
-                needle_token_end: stored.token_end.clone(),
-            };
-            Ok(scorer.score(language, repo, &output))
-        })
-        .collect()
 }
 
 fn pass_at(scores: &RepoqaScores, row: &str, threshold_index: usize) -> Option<f64> {

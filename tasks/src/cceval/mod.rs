@@ -5,6 +5,7 @@ pub mod edit_sim;
 pub mod identifiers;
 pub mod postprocess;
 pub mod score;
+pub mod shard;
 
 use std::collections::HashMap;
 use std::fmt;

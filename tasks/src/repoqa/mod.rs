@@ -8,6 +8,7 @@ pub mod code;
 pub mod context;
 pub mod grammars;
 pub mod score;
+pub mod shard;
 
 use std::collections::HashMap;
 use std::fmt;
