@@ -102,6 +102,23 @@ pub struct ReportArgs {
     out: Option<PathBuf>,
 }
 
+/// Prints the tables; then, when stored results could not be used, names each on stderr and
+/// fails (the tables are written, with those shards left out).
+fn print_and_check(report: &Report) -> Result<()> {
+    print_stdout(&report.markdown())?;
+    for damaged in &report.unreadable {
+        eprintln!("error: shard {}: {}", damaged.shard_id, damaged.error);
+    }
+    if !report.unreadable.is_empty() {
+        anyhow::bail!(
+            "{} stored result(s) could not be used and are left out of the tables (named above); restore them from a copy, \
+             or delete them and submit the run again to redo those shards",
+            report.unreadable.len()
+        );
+    }
+    Ok(())
+}
+
 fn write_local(dir: &std::path::Path, report: &Report) -> Result<()> {
     output_dir(dir)?;
     write_atomic(dir, "report.md", &report.markdown())?;
@@ -132,7 +149,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
         if let Some(dir) = &args.out {
             write_local(dir, &report)?;
         }
-        print_stdout(&report.markdown())
+        print_and_check(&report)
     })
 }
 
@@ -148,7 +165,7 @@ fn merged_report(args: &ReportArgs) -> Result<()> {
     runtime()?.block_on(async move {
         let report = build_merged_report(&runs, Scoring::Stored).await?;
         write_local(out, &report)?;
-        print_stdout(&report.markdown())
+        print_and_check(&report)
     })
 }
 
@@ -181,6 +198,6 @@ pub fn rescore(args: RescoreArgs) -> Result<()> {
         if let Some(dir) = &args.out {
             write_local(dir, &report)?;
         }
-        print_stdout(&report.markdown())
+        print_and_check(&report)
     })
 }

@@ -93,6 +93,9 @@ pub struct Report {
     pub repoqa: Vec<RepoqaRow>,
     /// Shards that failed for good and have no result, in shard-id order.
     pub failures: Vec<FailedShard>,
+    /// Shards whose stored result cannot be used (damaged after the run), named with the
+    /// object and line; their examples are missing from the tables.
+    pub unreadable: Vec<FailedShard>,
 }
 
 /// A shard that failed for good: its final failure record in the store.
@@ -195,10 +198,8 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
         });
     }
     let repoqa = repoqa::collect(&layout, &plan, &model_order, &mut scored)?;
-    let mut failures = failed_shards(store, &layout, &done_shards(store, &layout).await?).await?;
-    failures.extend(unreadable);
-    failures.sort_by(|a, b| a.shard_id.cmp(&b.shard_id));
-    Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa, failures })
+    let failures = failed_shards(store, &layout, &done_shards(store, &layout).await?).await?;
+    Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa, failures, unreadable })
 }
 
 fn fmt2(x: f64) -> String {
@@ -243,6 +244,9 @@ impl Report {
         if !self.failures.is_empty() {
             parts.push(self.failures_markdown());
         }
+        if !self.unreadable.is_empty() {
+            parts.push(self.unreadable_markdown());
+        }
         parts.join("\n")
     }
 
@@ -254,6 +258,16 @@ impl Report {
             let attempts = f.attempts.map(|a| a.to_string()).unwrap_or_else(|| "?".into());
             let error = f.error.replace('|', "\\|").replace('\n', " ");
             out.push_str(&format!("| {} | {attempts} | {error} |\n", f.shard_id));
+        }
+        out
+    }
+
+    /// The shards whose stored result cannot be used, with why (their examples are missing
+    /// from the tables above).
+    pub fn unreadable_markdown(&self) -> String {
+        let mut out = format!("## Unreadable stored results — run `{}`\n\n| Shard | Error |\n|---|---|\n", self.run_id);
+        for f in &self.unreadable {
+            out.push_str(&format!("| {} | {} |\n", f.shard_id, f.error.replace('|', "\\|").replace('\n', " ")));
         }
         out
     }
@@ -319,7 +333,7 @@ impl Report {
             })
             .collect();
         json!({
-            "run_id": self.run_id, "cceval": cells, "repoqa": repoqa::json(&self.repoqa), "failures": self.failures,
+            "run_id": self.run_id, "cceval": cells, "repoqa": repoqa::json(&self.repoqa), "failures": self.failures, "unreadable": self.unreadable,
         })
     }
 

@@ -50,7 +50,7 @@ fn first_difference(a: &Value, b: &Value) -> Option<(String, Value, Value)> {
 /// every run in the order given, failures named `<run>/<shard>`. Refuses runs whose measured
 /// settings differ, and a model that appears in more than one run.
 pub async fn build_merged_report(runs: &[(RunStore, String)], scoring: Scoring) -> Result<Report, ReportError> {
-    let mut merged = Report { run_id: String::new(), cceval: Vec::new(), repoqa: Vec::new(), failures: Vec::new() };
+    let mut merged = Report { run_id: String::new(), cceval: Vec::new(), repoqa: Vec::new(), failures: Vec::new(), unreadable: Vec::new() };
     let mut first: Option<(String, Vec<(&'static str, Value)>)> = None;
     let mut models_of: Vec<(String, String)> = Vec::new();
     for (store, run_id) in runs {
@@ -86,6 +86,7 @@ pub async fn build_merged_report(runs: &[(RunStore, String)], scoring: Scoring) 
         merged.cceval.extend(report.cceval);
         merged.repoqa.extend(report.repoqa);
         merged.failures.extend(report.failures.into_iter().map(|f| FailedShard { shard_id: format!("{run_id}/{}", f.shard_id), ..f }));
+        merged.unreadable.extend(report.unreadable.into_iter().map(|f| FailedShard { shard_id: format!("{run_id}/{}", f.shard_id), ..f }));
         merged.run_id = if merged.run_id.is_empty() { run_id.clone() } else { format!("{}+{run_id}", merged.run_id) };
     }
     Ok(merged)
