@@ -2,14 +2,15 @@
 //! §2.2-2.3) and print the paper's Table 1 for them.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser;
-use codesweep_engine::prompt::{cceval_prompt, PromptBudget};
-use codesweep_engine::{GenerateOptions, Generator, Request, StopPredicate};
-use codesweep_tasks::cceval::{CcevalScorer, EditSimBackend, Language, StatementEnd};
+use codesweep_engine::{GenerateOptions, Generator, Sampling};
+use codesweep_tasks::cceval::prompt::PromptBudget;
+use codesweep_tasks::cceval::shard::{edit_sim_or_default, score_completions};
+use codesweep_tasks::cceval::{Example, Language};
+use codesweep_worker::cceval_request;
 use codesweep_tasks::dataset::cceval::{build, DatasetExample, Options, Repository, Summary};
 use codesweep_tasks::pycompat::json::dumps;
 use codesweep_tasks::retrieval::chunks::read_project;
@@ -123,41 +124,33 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// The statement-end rule as the engine's stop predicate (generation can stop once the scored
-/// prediction is fixed).
-struct StatementStop(Mutex<StatementEnd>);
-
-impl StopPredicate for StatementStop {
-    fn stop_at(&self, text: &str) -> Option<usize> {
-        self.0.lock().ok()?.stop_at(text)
-    }
-}
-
 /// For each example, whether the model's greedy completion of the in-file prompt is an exact
 /// match after the official post-processing.
 fn model_solved(filter: &FilterModelArgs, path: &Path, language: Language, examples: &[DatasetExample]) -> Result<Vec<bool>> {
     let model = ModelArgs { model: path.to_path_buf(), device: filter.filter_device.clone(), dtype: filter.filter_dtype.clone() }
         .load()?;
     let budget = PromptBudget { model_max_tokens: filter.filter_context_tokens, generation_max_tokens: 50, ..PromptBudget::default() };
-    let mut requests = Vec::with_capacity(examples.len());
-    for example in examples {
-        let prompt = cceval_prompt(&model.tokenizer, &example.prompt, None, &budget)
-            .with_context(|| format!("cannot build the filter prompt of {}", example.task_id))?;
-        let stop: Arc<dyn StopPredicate> = Arc::new(StatementStop(Mutex::new(StatementEnd::new(language, &example.prompt))));
-        requests.push(Request { predicate: Some(stop), ..Request::greedy(example.task_id.clone(), prompt, 50) });
-    }
+    // The worker's CrossCodeEval path: its requests, then the shard scoring.
+    let inputs: Vec<Example> = examples
+        .iter()
+        .map(|e| Example { task_id: e.task_id.clone(), prompt: e.prompt.clone(), groundtruth: e.groundtruth.clone() })
+        .collect();
+    let requests = inputs
+        .iter()
+        .map(|example| {
+            cceval_request(Some(&model.tokenizer), language, example, None, &budget, Sampling::Greedy)
+                .with_context(|| format!("cannot build the filter prompt of {}", example.task_id))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let options = GenerateOptions { batch_size: filter.filter_batch_size.max(1), ..GenerateOptions::default() };
     let bar = progress(requests.len(), "filter model");
     let generation = Generator::new(&model, options).generate(&requests, |_| bar.inc(1))?;
     bar.finish_and_clear();
-    let mut scorer = CcevalScorer::new(language, EditSimBackend::Difflib);
-    let mut solved = vec![false; examples.len()];
-    for completion in &generation.completions {
-        if let Some(index) = examples.iter().position(|e| e.task_id == completion.id) {
-            let example = &examples[index];
-            solved[index] = scorer.score(&example.task_id, &example.prompt, &example.groundtruth, &completion.text).em;
-        }
-    }
+    let completions: Vec<(&str, &str)> = generation.completions.iter().map(|c| (c.id.as_str(), c.text.as_str())).collect();
+    let edit_sim = edit_sim_or_default(None).map_err(anyhow::Error::msg)?;
+    let scored = score_completions(language, edit_sim, "the built examples", &inputs, "the filter model's completions", &completions)?;
+    let solved_ids: std::collections::HashSet<&str> = scored.iter().filter(|s| s.em).map(|s| s.task_id.as_str()).collect();
+    let solved = examples.iter().map(|e| solved_ids.contains(e.task_id.as_str())).collect();
     Ok(solved)
 }
 

@@ -15,7 +15,6 @@ pub mod http;
 pub mod kernels;
 pub mod layers;
 pub mod models;
-pub mod prompt;
 pub mod tokenizer;
 pub mod weights;
 

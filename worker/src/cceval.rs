@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use codesweep_engine::prompt::{cceval_prompt, PromptBudget};
-use codesweep_engine::{Request, StopPredicate};
+use codesweep_engine::{Request, Sampling, StopPredicate, TextTokenizer};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
+use codesweep_tasks::cceval::prompt::{cceval_prompt, FimMarkers, Keep, PromptBudget, PromptError, PromptTokenizer};
 use codesweep_tasks::cceval::shard::{edit_sim_or_default, score_completions, shard_examples};
 use codesweep_tasks::cceval::{Example, Language, StatementEnd};
 use serde_json::Value;
@@ -14,6 +14,46 @@ use serde_json::Value;
 use crate::backend::{generate_shard, sampling, Backend};
 use crate::error::WorkerError;
 use crate::lease_loop::ShardControl;
+
+/// The engine's tokenizer as the CrossCodeEval prompt builder's.
+pub struct EnginePromptTokenizer<'a>(pub &'a TextTokenizer);
+
+impl PromptTokenizer for EnginePromptTokenizer<'_> {
+    fn truncate(&self, text: &str, max_tokens: usize, keep: Keep) -> Result<String, String> {
+        self.0.keep_tokens(text, max_tokens, keep == Keep::End).map_err(|e| e.to_string())
+    }
+
+    fn fim_markers(&self) -> Option<FimMarkers> {
+        self.0.fim().map(|f| FimMarkers { prefix: f.prefix.clone(), suffix: f.suffix.clone(), middle: f.middle.clone() })
+    }
+}
+
+/// The request for one CrossCodeEval example, as the worker and the dataset builder's model
+/// filter send it: the official prompt budgeted with the model's `tokenizer` (an endpoint,
+/// with none, gets the context and prompt as they are and truncates on its side), stopped at
+/// the end of the statement.
+pub fn cceval_request(
+    tokenizer: Option<&TextTokenizer>,
+    language: Language,
+    example: &Example,
+    crossfile: Option<&str>,
+    budget: &PromptBudget,
+    sampling: Sampling,
+) -> Result<Request, PromptError> {
+    let prompt = match tokenizer {
+        Some(tokenizer) => cceval_prompt(&EnginePromptTokenizer(tokenizer), &example.prompt, crossfile, budget)?,
+        None => match crossfile {
+            Some(context) => format!("{context}\n{}", example.prompt),
+            None => example.prompt.clone(),
+        },
+    };
+    let stop: Arc<dyn StopPredicate> = Arc::new(StatementStop(Mutex::new(StatementEnd::new(language, &example.prompt))));
+    Ok(Request {
+        sampling,
+        predicate: Some(stop),
+        ..Request::greedy(example.task_id.clone(), prompt, budget.generation_max_tokens)
+    })
+}
 
 /// The statement-end rule as the engine's stop predicate (one per request).
 struct StatementStop(Mutex<StatementEnd>);
@@ -46,28 +86,12 @@ pub fn run_cceval_shard(
         generation_max_tokens: g.max_new_tokens,
         buffer: g.buffer,
     };
-    let engine = |source| WorkerError::Engine { model: header.model.name.clone(), source };
     let sampling = sampling(g);
-    let mut requests = Vec::with_capacity(examples.len());
-    for p in &examples {
-        let prompt = match backend.tokenizer() {
-            Some(tokenizer) => {
-                cceval_prompt(tokenizer, &p.example.prompt, p.crossfile.as_deref(), &budget).map_err(engine)?
-            }
-            // An endpoint truncates (or rejects) on its side.
-            None => match &p.crossfile {
-                Some(context) => format!("{context}\n{}", p.example.prompt),
-                None => p.example.prompt.clone(),
-            },
-        };
-        let stop: Arc<dyn StopPredicate> =
-            Arc::new(StatementStop(Mutex::new(StatementEnd::new(language, &p.example.prompt))));
-        requests.push(Request {
-            sampling,
-            predicate: Some(stop),
-            ..Request::greedy(p.example.task_id.clone(), prompt, g.max_new_tokens)
-        });
-    }
+    let requests = examples
+        .iter()
+        .map(|p| cceval_request(backend.tokenizer(), language, &p.example, p.crossfile.as_deref(), &budget, sampling))
+        .collect::<Result<Vec<Request>, PromptError>>()
+        .map_err(|e| input(format!("cannot build the prompt: {e}")))?;
     let completions = generate_shard(backend, &header.model.name, &requests, g, control)?;
     let inputs: Vec<Example> = examples.into_iter().map(|p| p.example).collect();
     let answered: Vec<(&str, &str)> = completions.iter().map(|c| (c.id.as_str(), c.text.as_str())).collect();

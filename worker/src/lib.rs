@@ -16,7 +16,7 @@ mod repoqa;
 mod shard_trace;
 
 pub use backend::Backend;
-pub use cceval::run_cceval_shard;
+pub use cceval::{cceval_request, run_cceval_shard, EnginePromptTokenizer};
 pub use error::WorkerError;
 pub use repoqa::run_repoqa_shard;
 pub use lease_loop::{run_worker, ShardControl, StopMode, WorkerConfig, WorkerReport};

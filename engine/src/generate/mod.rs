@@ -18,7 +18,7 @@ use sampling::{argmax, log_prob, sample_nucleus, sequence_rng};
 
 /// Decides from the text generated so far whether to stop, and where to cut it.
 ///
-/// CrossCodeEval's end-of-statement rule lives in `tasks`; the engine only calls it.
+/// Benchmark rules (an end-of-statement cut, say) live with the caller; the engine only calls them.
 pub trait StopPredicate: Send + Sync {
     /// `Some(n)`: stop now and keep `text[..n]` (a char boundary); `None`: go on.
     fn stop_at(&self, text: &str) -> Option<usize>;

@@ -87,6 +87,18 @@ impl TextTokenizer {
         self.encode_with(text, false)
     }
 
+    /// `text` cut to its first, or with `from_end` its last, `max_tokens` tokens (counted
+    /// without special tokens) and decoded back to text; unchanged when within budget. A cut
+    /// inside a character decodes to U+FFFD, as Python's `errors="replace"` does.
+    pub fn keep_tokens(&self, text: &str, max_tokens: usize, from_end: bool) -> Result<String> {
+        let ids = self.tokenize(text)?;
+        if ids.len() <= max_tokens {
+            return Ok(text.to_string());
+        }
+        let kept = if from_end { &ids[ids.len() - max_tokens..] } else { &ids[..max_tokens] };
+        self.inner.decode(kept, false).map_err(|e| EngineError::Tokenizer(e.to_string()))
+    }
+
     /// Text of `ids`, skipping special tokens.
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
         self.inner.decode(ids, true).map_err(|e| EngineError::Tokenizer(e.to_string()))
@@ -129,5 +141,41 @@ impl TextTokenizer {
     /// The underlying `tokenizers` tokenizer.
     pub fn inner(&self) -> &Tokenizer {
         &self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A byte-level BPE without merges: one token per byte.
+    fn bytes_tokenizer() -> TextTokenizer {
+        let mut alphabet: Vec<char> = tokenizers::pre_tokenizers::byte_level::ByteLevel::alphabet().into_iter().collect();
+        alphabet.sort_unstable();
+        let vocab: serde_json::Map<String, serde_json::Value> =
+            alphabet.iter().enumerate().map(|(i, c)| (c.to_string(), json!(i))).collect();
+        let byte_level = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false});
+        let doc = json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null,
+            "pre_tokenizer": byte_level, "post_processor": null, "decoder": byte_level,
+            "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+                      "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+                      "vocab": vocab, "merges": []}
+        });
+        TextTokenizer::from_json(&doc.to_string(), vec![]).expect("byte tokenizer")
+    }
+
+    #[test]
+    fn kept_tokens_come_from_either_end_and_a_cut_character_decodes_like_errors_replace() {
+        let t = bytes_tokenizer();
+        assert_eq!(t.tokenize("def f(x):\n\treturn x").unwrap().len(), 19);
+        assert_eq!(t.keep_tokens("0123456789", 4, true).unwrap(), "6789");
+        assert_eq!(t.keep_tokens("0123456789", 4, false).unwrap(), "0123");
+        assert_eq!(t.keep_tokens("0123", 4, true).unwrap(), "0123");
+        // "aé" is 3 bytes; keeping the last one leaves half of "é", which decodes to U+FFFD.
+        assert_eq!(t.keep_tokens("aé", 1, true).unwrap(), "\u{fffd}");
+        assert_eq!(t.keep_tokens("aé", 2, false).unwrap(), "a\u{fffd}");
+        assert_eq!(t.keep_tokens("aé", 3, false).unwrap(), "aé");
     }
 }

@@ -4,6 +4,7 @@
 pub mod edit_sim;
 pub mod identifiers;
 pub mod postprocess;
+pub mod prompt;
 pub mod score;
 pub mod shard;
 
