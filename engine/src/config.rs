@@ -120,7 +120,7 @@ impl ModelConfig {
     pub fn from_hf_json(path: &Path, json: &Json) -> Result<Self> {
         let cfg = HfConfig { path, json };
         let model_type = cfg.string("model_type")?;
-        if crate::embed::ENCODER_TYPES.contains(&model_type) {
+        if crate::embed::config::ENCODER_TYPES.contains(&model_type) {
             return Err(cfg.error(
                 "model_type",
                 format!("`{model_type}` is an encoder, which embeds rather than generates: load it with `Embedder` (`codesweep serve --embedder DIR`)"),

@@ -12,6 +12,39 @@ use candle_core::{DType, Device, Module, Tensor};
 use crate::error::{EngineError, Result};
 use crate::kernels::{self, BlockFormat, Isa, KQuantFormat, KQuantWeights, PackedWeights, Q8KRows, QuantizedRows};
 
+/// `model.safetensors`, or the shards named by `model.safetensors.index.json`.
+pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let index = dir.join("model.safetensors.index.json");
+    if index.exists() {
+        let text = std::fs::read_to_string(&index).map_err(|source| EngineError::Io { path: index.clone(), source })?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| EngineError::Model { path: index.clone(), message: format!("not valid JSON: {e}") })?;
+        let map = json.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| EngineError::Metadata {
+            path: index.clone(),
+            key: "weight_map".into(),
+            message: "missing or not an object".into(),
+        })?;
+        let mut files: Vec<PathBuf> = map.values().filter_map(|v| v.as_str()).map(|f| dir.join(f)).collect();
+        files.sort();
+        files.dedup();
+        for f in &files {
+            if !f.exists() {
+                return Err(EngineError::Model { path: f.clone(), message: "shard listed in the index is missing".into() });
+            }
+        }
+        return Ok(files);
+    }
+    let single = dir.join("model.safetensors");
+    if single.exists() {
+        Ok(vec![single])
+    } else {
+        Err(EngineError::Model {
+            path: dir.to_path_buf(),
+            message: "no model.safetensors or model.safetensors.index.json in this directory".into(),
+        })
+    }
+}
+
 /// A tensor's name in both layouts: llama.cpp's GGUF name and the Hugging Face name, without the
 /// `.weight` / `.bias` suffix.
 #[derive(Debug, Clone)]

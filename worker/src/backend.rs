@@ -11,7 +11,7 @@ use codesweep_store::records::{GenerationSpec, ModelSpec};
 use codesweep_telemetry::{instruments, KeyValue};
 use tracing::field::Empty;
 
-use crate::lease_loop::ShardControl;
+use crate::shard_control::ShardControl;
 
 use crate::error::WorkerError;
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::backend::{generate_shard, sampling, Backend};
 use crate::error::WorkerError;
-use crate::lease_loop::ShardControl;
+use crate::shard_control::ShardControl;
 
 /// The engine's tokenizer as the CrossCodeEval prompt builder's.
 pub struct EnginePromptTokenizer<'a>(pub &'a TextTokenizer);

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use crate::shard_control::ShardControl;
 use std::time::{Duration, Instant};
 
 use codesweep_proto::client::Client;
@@ -68,30 +69,6 @@ pub struct WorkerReport {
     pub examples: usize,
     /// The coordinator was gone and the run had ended (the state it ended in): nothing to do.
     pub run_ended: Option<String>,
-}
-
-/// Shared between a running shard and its heartbeat task: progress one way, stop the other.
-#[derive(Debug, Default)]
-pub struct ShardControl {
-    /// Examples generated so far.
-    pub examples_done: AtomicU64,
-    /// Tokens generated so far.
-    pub generated_tokens: AtomicU64,
-    stop: Mutex<Option<String>>,
-}
-
-impl ShardControl {
-    /// Asks the shard to stop at its next check.
-    pub fn request_stop(&self, reason: &str) {
-        if let Ok(mut stop) = self.stop.lock() {
-            stop.get_or_insert_with(|| reason.to_string());
-        }
-    }
-
-    /// Why the shard should stop, if it should.
-    pub fn stop_reason(&self) -> Option<String> {
-        self.stop.lock().ok().and_then(|s| s.clone())
-    }
 }
 
 /// How a worker is asked to stop (a watch channel's value).

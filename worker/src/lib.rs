@@ -13,11 +13,13 @@ mod error;
 mod lease_loop;
 pub mod reach;
 mod repoqa;
+mod shard_control;
 mod shard_trace;
 
 pub use backend::Backend;
 pub use cceval::{cceval_request, run_cceval_shard, EnginePromptTokenizer};
 pub use error::WorkerError;
 pub use repoqa::run_repoqa_shard;
-pub use lease_loop::{run_worker, ShardControl, StopMode, WorkerConfig, WorkerReport};
+pub use lease_loop::{run_worker, StopMode, WorkerConfig, WorkerReport};
+pub use shard_control::ShardControl;
 pub use reach::RunRef;

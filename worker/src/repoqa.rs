@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::backend::{generate_shard, sampling, Backend};
 use crate::context_tokenizer::ContextTokenizer;
 use crate::error::WorkerError;
-use crate::lease_loop::ShardControl;
+use crate::shard_control::ShardControl;
 
 /// Runs one RepoQA shard (one repository of one language), sizing contexts with
 /// `context_tokenizer` (resolved from the shard's `context_tokenizer` option).

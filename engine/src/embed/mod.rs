@@ -84,7 +84,7 @@ impl Embedder {
         let config = EncoderConfig::from_hf_json(&config_path, &json)?;
         let tokenizer = load_tokenizer(&dir.join("tokenizer.json"), &config, options.max_length)?;
         let dtype = options.dtype.unwrap_or(if device.is_cpu() { DType::F32 } else { DType::F16 });
-        let files = crate::models::safetensors_files(dir)?;
+        let files = crate::weights::safetensors_files(dir)?;
         let mut weights = Weights::safetensors(dir, &files, device, dtype)?;
         let encoder = Encoder::load(&mut weights, &config, dir)?;
         let max_length = options.max_length.min(config.max_tokens());

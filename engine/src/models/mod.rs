@@ -128,7 +128,7 @@ impl Model {
             message: format!("not valid JSON: {e}"),
         })?;
         let config = ModelConfig::from_hf_json(&config_path, &json)?;
-        let files = safetensors_files(dir)?;
+        let files = crate::weights::safetensors_files(dir)?;
         let mut eos_ids = json_ids(json.get("eos_token_id"));
         if let Ok(gen) = std::fs::read_to_string(dir.join("generation_config.json")) {
             if let Ok(gen) = serde_json::from_str::<serde_json::Value>(&gen) {
@@ -162,35 +162,3 @@ fn json_ids(v: Option<&serde_json::Value>) -> Vec<u32> {
     }
 }
 
-/// `model.safetensors`, or the shards named by `model.safetensors.index.json`.
-pub(crate) fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let index = dir.join("model.safetensors.index.json");
-    if index.exists() {
-        let text = std::fs::read_to_string(&index).map_err(|source| EngineError::Io { path: index.clone(), source })?;
-        let json: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| EngineError::Model { path: index.clone(), message: format!("not valid JSON: {e}") })?;
-        let map = json.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| EngineError::Metadata {
-            path: index.clone(),
-            key: "weight_map".into(),
-            message: "missing or not an object".into(),
-        })?;
-        let mut files: Vec<PathBuf> = map.values().filter_map(|v| v.as_str()).map(|f| dir.join(f)).collect();
-        files.sort();
-        files.dedup();
-        for f in &files {
-            if !f.exists() {
-                return Err(EngineError::Model { path: f.clone(), message: "shard listed in the index is missing".into() });
-            }
-        }
-        return Ok(files);
-    }
-    let single = dir.join("model.safetensors");
-    if single.exists() {
-        Ok(vec![single])
-    } else {
-        Err(EngineError::Model {
-            path: dir.to_path_buf(),
-            message: "no model.safetensors or model.safetensors.index.json in this directory".into(),
-        })
-    }
-}
