@@ -3,9 +3,6 @@
 //! The same flow runs on a local folder and on `s3://` against an S3-protocol server (s3s)
 //! running in this test process.
 
-#[path = "../../store/tests/support/s3_server.rs"]
-mod s3_support;
-
 use std::time::Duration;
 
 use codesweep_coordinator::service::{CoordinatorOptions, CoordinatorService};
@@ -33,9 +30,9 @@ async fn a_restarted_coordinator_redoes_nothing_that_finished() {
 
 #[tokio::test]
 async fn a_restarted_coordinator_recovers_from_s3() {
-    let server = s3_support::s3_server();
+    let server = codesweep_test_support::s3_server::s3_server();
     let dir = tempfile::tempdir().unwrap();
-    restart_recovers_from(dir.path(), &format!("s3://{}/recovery", s3_support::BUCKET)).await;
+    restart_recovers_from(dir.path(), &format!("s3://{}/recovery", codesweep_test_support::s3_server::BUCKET)).await;
     // The plan went through the server into its bucket, where DESIGN.md puts it.
     assert!(server.object_file("recovery/rec/plan.json").is_file());
     assert!(server.object_file("recovery/rec/inputs/m/cceval/python/in_file/0002.jsonl").is_file());

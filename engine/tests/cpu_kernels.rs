@@ -8,7 +8,7 @@
 //!
 //! One test in its own binary because the kernel is chosen through `CODESWEEP_CPU_KERNEL` at load.
 
-mod common;
+use codesweep_test_support::models as common;
 
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device};

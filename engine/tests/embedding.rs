@@ -2,7 +2,7 @@
 //! truncation keeps `max_length` tokens, pooling is the mean of the final hidden states of the
 //! tokens, RoBERTa positions start after padding_idx, and broken directories name what is wrong.
 
-mod common;
+use codesweep_test_support::models as common;
 
 use std::path::Path;
 

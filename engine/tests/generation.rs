@@ -1,7 +1,7 @@
 //! Batched generation on tiny random-weight models of every architecture, in GGUF (quantized) and
 //! safetensors (f32): batching, padding, the KV cache, stop rules and seeded sampling.
 
-mod common;
+use codesweep_test_support::models as common;
 
 use std::sync::{Arc, OnceLock};
 

@@ -1,7 +1,7 @@
 //! Loading: the GGUF-rebuilt tokenizer equals tokenizer.json on real code, and broken model files,
 //! unknown architectures and bad configs fail with messages naming the file and the problem.
 
-mod common;
+use codesweep_test_support::models as common;
 
 use std::collections::HashMap;
 

@@ -1,11 +1,8 @@
 //! `RunStore` over `s3://` against a real S3-protocol server (s3s + s3s-fs) running in this
 //! test process, reached through object_store's AmazonS3 client configured from `AWS_*`.
 
-#[path = "support/s3_server.rs"]
-mod support;
-
 use codesweep_store::{shard_id, RunLayout, RunStore, WriteOutcome};
-use support::{s3_server, BUCKET};
+use codesweep_test_support::s3_server::{s3_server, BUCKET};
 
 fn open(prefix: &str) -> RunStore {
     s3_server();

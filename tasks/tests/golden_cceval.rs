@@ -1,7 +1,7 @@
 //! CrossCodeEval golden vectors: every per-example value, every aggregate and the bytes of
 //! every output file equal the official scorer's, for 4 languages × 2 edit-similarity backends.
 
-mod common;
+use codesweep_test_support::golden as common;
 
 use codesweep_tasks::cceval::{pair_predictions, CcevalScorer, CcevalSummary, EditSimBackend, Example, Language, Prediction};
 use codesweep_tasks::input::parse_jsonl;

@@ -1,7 +1,7 @@
 //! RepoQA golden vectors: per-task verdicts, pass@1 tables (both comment modes) and the
 //! 180 unit vectors for `sanitize_output`, `remove_comments` and BLEU.
 
-mod common;
+use codesweep_test_support::golden as common;
 
 use codesweep_tasks::input::{parse_json_document, parse_jsonl};
 use codesweep_tasks::pycompat::json::dumps_indent;

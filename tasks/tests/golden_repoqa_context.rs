@@ -3,7 +3,7 @@
 //! text, its sha256 and the needle's token positions equal the reference
 //! `make_code_context`'s (stand-in tokenizer, reference tree-sitter grammars).
 
-mod common;
+use codesweep_test_support::golden as common;
 
 use codesweep_tasks::input::parse_json_document;
 use codesweep_tasks::repoqa::context::{

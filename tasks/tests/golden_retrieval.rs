@@ -8,7 +8,7 @@
 //! `~/.cache/codesweep/punkt_tab/english`). Missing data fails the test unless
 //! `CODESWEEP_SKIP_RETRIEVAL_GOLDEN=1` says to skip it.
 
-mod common;
+use codesweep_test_support::golden as common;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! checked by its vocabulary and cached, and a file with another vocabulary is refused. Its own
 //! test binary: it sets process-wide variables (`HF_ENDPOINT`, `CODESWEEP_CACHE`).
 
-mod common;
+use codesweep_test_support::golden as common;
 
 use codesweep_worker::context_tokenizer::{self, ContextTokenizer, OFFICIAL_REPO, OFFICIAL_REVISION};
 use common::codellama_tokenizer_file;

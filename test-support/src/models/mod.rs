@@ -2,7 +2,6 @@
 //! own source code, and random-weight transformers of each architecture written as GGUF (quantized)
 //! and as Hugging Face safetensors directories.
 
-#![allow(dead_code)]
 
 pub mod encoder;
 

@@ -2,8 +2,7 @@
 //! layout, tiny models, and child processes (coordinator, workers) that die with the test.
 #![allow(dead_code)]
 
-#[path = "../../../engine/tests/common/mod.rs"]
-pub mod common;
+pub use codesweep_test_support::models as common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -21,13 +20,7 @@ pub fn codesweep() -> Command {
 }
 
 /// `$CODESWEEP_GOLDEN`, else the repository's `tests/golden`.
-pub fn golden() -> PathBuf {
-    let dir = std::env::var_os("CODESWEEP_GOLDEN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden"));
-    assert!(dir.is_dir(), "golden vectors not found at {}; set CODESWEEP_GOLDEN", dir.display());
-    dir
-}
+pub use codesweep_test_support::golden::golden_dir as golden;
 
 /// The first golden examples with their official BM25 cross-file context, in the official
 /// data layout (the golden retrieval files keep only `metadata` and `crossfile_context`; the

@@ -2,8 +2,7 @@
 //! write; the HTTP backend talks to a real `codesweep serve` process over loopback (completions,
 //! chat, embeddings), and through a real flaky HTTP proxy for its retries.
 
-#[path = "../../engine/tests/common/mod.rs"]
-mod common;
+use codesweep_test_support::models as common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

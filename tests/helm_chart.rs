@@ -19,7 +19,7 @@ use serde_json::Value;
 use support::*;
 
 fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
 /// The pinned helm, fetched (once, checksummed) by the project's own script.

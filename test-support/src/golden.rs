@@ -1,5 +1,5 @@
-//! Shared helpers for the golden tests: locating `tests/golden` and comparing JSON values.
-#![allow(dead_code)] // each test binary uses a different subset of these helpers
+//! The golden vectors of the official scripts (`tests/golden`) and the helpers the golden
+//! tests share: locating them, reading them, comparing JSON values as the official files do.
 
 use std::path::PathBuf;
 
@@ -54,4 +54,15 @@ pub fn assert_json_close(ours: &Value, expected: &Value, context: &str) {
         }
         _ => assert_eq!(ours, expected, "{context}"),
     }
+}
+
+/// The Code Llama tokenizer that scripts/fetch-codellama-tokenizer.sh builds from registry
+/// packages, in codesweep's cache (`$CODESWEEP_CACHE`, else `~/.cache/codesweep`).
+pub fn codellama_tokenizer_file() -> PathBuf {
+    let cache = std::env::var_os("CODESWEEP_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/codesweep"));
+    let path = cache.join("tokenizers/codellama-7b-instruct-standin/tokenizer.json");
+    assert!(path.is_file(), "{} is missing: run scripts/fetch-codellama-tokenizer.sh", path.display());
+    path
 }

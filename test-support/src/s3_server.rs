@@ -2,7 +2,7 @@
 //! started once per test process, with the `AWS_*` environment pointing object_store's
 //! AmazonS3 client at it (path-style requests over plain HTTP, static credentials).
 //!
-//! Shared by the store and coordinator tests (`#[path]`-included), so `s3://` URLs in a test
+//! Shared by the store and coordinator tests (feature `s3`), so `s3://` URLs in a test
 //! go through the same code path as a deployment against MinIO or AWS S3.
 
 use std::path::PathBuf;
