@@ -8,9 +8,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser;
-use codesweep_engine::http::{Endpoint, HttpBackend};
 use codesweep_fetch::grammars::choose_grammars;
-use codesweep_engine::{ChatMessage, ChatTemplate, GenerateOptions, Generator, Model, Request};
+use codesweep_engine::{ChatMessage, ChatTemplate, GenerateOptions, Placement, Request, TextModel};
 use codesweep_tasks::dataset::repoqa::{add_to_dataset, curate, AnnotateError, Annotator, CurateOptions, CuratedRepo, SelectOptions};
 use codesweep_tasks::repoqa::{Language, RepoqaGrammars};
 
@@ -93,16 +92,18 @@ fn language_parser() -> impl TypedValueParser<Value = Language> {
     clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
 }
 
-/// A local model answering annotation prompts greedily in its chat template.
-struct LocalAnnotator {
-    model: Model,
+/// A model (local, in its chat template; or an endpoint's chat API) answering annotation
+/// prompts greedily.
+struct ModelAnnotator {
+    model: TextModel,
     template: Option<ChatTemplate>,
+    label: String,
     max_new_tokens: usize,
 }
 
-impl Annotator for LocalAnnotator {
+impl Annotator for ModelAnnotator {
     fn label(&self) -> String {
-        format!("model:{}", self.model.path.file_name().map_or_else(|| self.model.path.display().to_string(), |n| n.to_string_lossy().to_string()))
+        self.label.clone()
     }
 
     fn annotate(&self, prompts: &[String]) -> Result<Vec<String>, AnnotateError> {
@@ -119,30 +120,10 @@ impl Annotator for LocalAnnotator {
             .collect::<Result<Vec<_>, AnnotateError>>()?;
         let started = Instant::now();
         let mut done = 0;
-        let generation = Generator::new(&self.model, GenerateOptions::default()).generate(&requests, |_| {
+        let generation = self.model.for_instructions().generate(&requests, GenerateOptions::default(), |_| {
             done += 1;
             eprintln!("  described {done}/{} ({:.0} s)", requests.len(), started.elapsed().as_secs_f64());
         })?;
-        in_request_order(&requests, generation.completions.into_iter().map(|c| (c.id, c.text)))
-    }
-}
-
-/// An OpenAI-compatible chat endpoint answering annotation prompts greedily.
-struct EndpointAnnotator {
-    backend: HttpBackend,
-    url: String,
-    max_new_tokens: usize,
-}
-
-impl Annotator for EndpointAnnotator {
-    fn label(&self) -> String {
-        format!("endpoint:{}", self.url)
-    }
-
-    fn annotate(&self, prompts: &[String]) -> Result<Vec<String>, AnnotateError> {
-        let requests: Vec<Request> =
-            prompts.iter().enumerate().map(|(i, p)| Request::greedy(format!("needle-{i}"), p.clone(), self.max_new_tokens)).collect();
-        let generation = self.backend.generate(&requests, |_| {})?;
         in_request_order(&requests, generation.completions.into_iter().map(|c| (c.id, c.text)))
     }
 }
@@ -156,21 +137,21 @@ fn annotator(args: &Args) -> Result<Option<Box<dyn Annotator>>> {
     if args.describe == "docstring" {
         return Ok(None);
     }
-    if let Some(path) = args.describe.strip_prefix("model:") {
-        let device = codesweep_engine::parse_device(&args.device)?;
-        let dtype = args.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
-        let model = Model::load(Path::new(path), &device, dtype).with_context(|| format!("cannot load the annotator model {path}"))?;
-        let template = model.chat_template.as_deref().map(ChatTemplate::from_jinja).transpose().context("the model's chat template")?;
-        if template.is_none() {
-            eprintln!("warning: {path} has no chat template; the annotation prompt is sent as plain text");
-        }
-        return Ok(Some(Box::new(LocalAnnotator { model, template, max_new_tokens: args.max_new_tokens })));
+    let (model, label) = if let Some(path) = args.describe.strip_prefix("model:") {
+        let placement = Placement::parse(&args.device, args.dtype.as_deref())?;
+        let model = TextModel::load(Path::new(path), &placement).with_context(|| format!("cannot load the annotator model {path}"))?;
+        let name = Path::new(path).file_name().map_or_else(|| path.to_string(), |n| n.to_string_lossy().to_string());
+        (model, format!("model:{name}"))
+    } else if let Some(url) = args.describe.strip_prefix("endpoint:") {
+        (TextModel::endpoint(url, &args.describe_model, args.api_key_env.as_deref(), true, None)?, format!("endpoint:{url}"))
+    } else {
+        bail!("--describe {}: expected docstring, model:PATH or endpoint:URL", args.describe)
+    };
+    let template = model.chat_template().context("the model's chat template")?;
+    if template.is_none() && matches!(model, TextModel::Local(_)) {
+        eprintln!("warning: {label} has no chat template; the annotation prompt is sent as plain text");
     }
-    if let Some(url) = args.describe.strip_prefix("endpoint:") {
-        let backend = HttpBackend::new(url, &args.describe_model, Endpoint::Chat, args.api_key_env.as_deref());
-        return Ok(Some(Box::new(EndpointAnnotator { backend, url: url.to_string(), max_new_tokens: args.max_new_tokens })));
-    }
-    bail!("--describe {}: expected docstring, model:PATH or endpoint:URL", args.describe)
+    Ok(Some(Box::new(ModelAnnotator { model, template, label, max_new_tokens: args.max_new_tokens })))
 }
 
 pub fn run(args: Args) -> Result<()> {

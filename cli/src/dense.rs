@@ -7,8 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use codesweep_engine::http::{Endpoint, HttpBackend};
-use codesweep_engine::{Embedder as EngineEmbedder, EmbedderOptions};
+use codesweep_engine::{EmbedderOptions, EmbeddingModel, Placement};
 use codesweep_tasks::retrieval::{EmbedError, Embedder};
 
 /// Where the dense ranker's embeddings come from.
@@ -48,27 +47,14 @@ pub struct EmbedderArgs {
     ranker_name: Option<String>,
 }
 
-/// A local or remote embedder behind the retrieval hook.
-pub enum DenseEmbedder {
-    /// The engine's encoder, on this machine.
-    Local(Box<EngineEmbedder>),
-    /// An OpenAI-compatible endpoint, `batch` texts per request.
-    Remote { backend: HttpBackend, batch: usize },
-}
+/// The engine's embedding model behind the retrieval hook; texts are stripped first, as the
+/// official `SemanticReranking` does.
+pub struct DenseEmbedder(EmbeddingModel);
 
 impl Embedder for DenseEmbedder {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let stripped: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
-        match self {
-            Self::Local(embedder) => Ok(embedder.embed(&stripped)?),
-            Self::Remote { backend, batch } => {
-                let mut out = Vec::with_capacity(texts.len());
-                for part in stripped.chunks((*batch).max(1)) {
-                    out.extend(backend.embed(part)?);
-                }
-                Ok(out)
-            }
-        }
+        Ok(self.0.embed(&stripped)?)
     }
 }
 
@@ -77,17 +63,16 @@ impl EmbedderArgs {
     pub fn load(&self) -> Result<(DenseEmbedder, String)> {
         let (embedder, name) = match (&self.embedder, &self.embedder_endpoint) {
             (Some(dir), None) => {
-                let device = codesweep_engine::parse_device(&self.device)?;
-                let dtype = self.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
+                let placement = Placement::parse(&self.device, self.dtype.as_deref())?;
                 let options =
-                    EmbedderOptions { max_length: self.embed_max_length, batch_size: self.embed_batch_size.max(1), normalize: false, dtype };
-                let embedder = EngineEmbedder::load(dir, &device, options)
+                    EmbedderOptions { max_length: self.embed_max_length, batch_size: self.embed_batch_size.max(1), normalize: false, dtype: None };
+                let embedder = EmbeddingModel::load(dir, &placement, options)
                     .with_context(|| format!("cannot load the embedder {} (a BERT/RoBERTa directory)", dir.display()))?;
-                (DenseEmbedder::Local(Box::new(embedder)), folder_name(dir))
+                (DenseEmbedder(embedder), folder_name(dir))
             }
             (None, Some(url)) => {
-                let backend = HttpBackend::new(url, &self.embedder_model, Endpoint::Completions, self.embedder_api_key_env.as_deref());
-                (DenseEmbedder::Remote { backend, batch: self.embed_batch_size.max(1) }, self.embedder_model.clone())
+                let embedder = EmbeddingModel::endpoint(url, &self.embedder_model, self.embedder_api_key_env.as_deref(), self.embed_batch_size);
+                (DenseEmbedder(embedder), self.embedder_model.clone())
             }
             _ => bail!("--retriever dense needs --embedder DIR (a BERT/RoBERTa directory) or --embedder-endpoint URL"),
         };

@@ -37,10 +37,14 @@ pub struct ModelArgs {
 impl ModelArgs {
     /// Loads the model onto the chosen device.
     pub fn load(&self) -> Result<codesweep_engine::Model> {
-        let device = codesweep_engine::parse_device(&self.device)?;
-        let dtype = self.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
-        codesweep_engine::Model::load(&self.model, &device, dtype)
+        let placement = self.placement()?;
+        codesweep_engine::Model::load(&self.model, &placement.device, placement.dtype)
             .with_context(|| format!("cannot load {}", self.model.display()))
+    }
+
+    /// The device and dtype the flags name.
+    pub fn placement(&self) -> Result<codesweep_engine::Placement> {
+        Ok(codesweep_engine::Placement::parse(&self.device, self.dtype.as_deref())?)
     }
 }
 

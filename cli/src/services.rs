@@ -217,7 +217,7 @@ pub struct WorkerArgs {
 /// Why a worker cannot work here, found before it leases anything: a device this build or
 /// machine lacks, or a model file it cannot read.
 fn worker_preflight(args: &WorkerArgs) -> Result<(), String> {
-    if let Err(e) = codesweep_engine::parse_device(&args.device) {
+    if let Err(e) = codesweep_engine::Placement::parse(&args.device, None) {
         return Err(format!("--device {}: {e}", args.device));
     }
     if let Err(e) = codesweep_coordinator::pools::check_pool_name(&args.pool) {

@@ -9,6 +9,7 @@
 pub mod chat;
 pub mod config;
 pub mod embed;
+pub mod front;
 pub mod error;
 pub mod generate;
 pub mod http;
@@ -22,6 +23,7 @@ pub use chat::{ChatMessage, ChatTemplate};
 pub use config::{Architecture, ModelConfig};
 pub use embed::{Embedder, EmbedderOptions, Embeddings};
 pub use error::{EngineError, Result};
+pub use front::{EmbeddingModel, Placement, TextModel};
 pub use generate::{Completion, GenerateOptions, GenerateStats, Generation, Generator, Request, Sampling, StopPredicate, StopReason};
 pub use models::{parse_device, parse_dtype, Model, Network};
 pub use tokenizer::TextTokenizer;

@@ -1,110 +1,38 @@
-//! The model a worker runs: a local model on the engine, or an OpenAI-compatible endpoint.
+//! The model a worker runs, the engine's [`TextModel`] (local weights or an OpenAI-compatible
+//! endpoint), loaded as a spec names it; and a shard's generation in engine calls with
+//! progress and stop checks between them.
 
 use std::path::Path;
-use std::sync::Arc;
-
-use codesweep_engine::http::{Endpoint, HttpBackend};
 use std::sync::atomic::Ordering;
 
-use codesweep_engine::{Completion, GenerateOptions, Generation, Generator, Model, Request, Sampling, TextTokenizer};
+use codesweep_engine::{Completion, GenerateOptions, Placement, Request, Sampling, TextModel};
 use codesweep_store::records::{GenerationSpec, ModelSpec};
 use codesweep_telemetry::{instruments, KeyValue};
 use tracing::field::Empty;
 
+use crate::error::WorkerError;
 use crate::shard_control::ShardControl;
 
-use crate::error::WorkerError;
-
-/// A loaded model, ready to generate.
-#[derive(Clone)]
-pub enum Backend {
-    /// Weights in this process.
-    Local(Arc<Model>),
-    /// A server that completes prompts (vLLM, TGI, llama.cpp, `codesweep serve`, hosted APIs).
-    Http(Box<Served>),
-}
-
-/// An OpenAI-compatible endpoint as the spec describes it.
-#[derive(Clone)]
-pub struct Served {
-    /// `/v1/completions`, for raw prompts (CrossCodeEval).
-    pub completions: HttpBackend,
-    /// `/v1/chat/completions`, for instructions (RepoQA), when the spec says `chat`.
-    pub chat: Option<HttpBackend>,
-    /// The served model's tokenizer, when the spec names one.
-    pub tokenizer: Option<Arc<TextTokenizer>>,
-}
-
-impl Backend {
-    /// Loads `spec`'s model from `local_path` (the model's path, downloaded if it was a URL), or
-    /// connects to its endpoint, with the tokenizer at `local_tokenizer` (an endpoint's
-    /// `tokenizer`, downloaded if it was a URL). Blocking: call it off the async runtime.
-    pub fn load(
-        spec: &ModelSpec,
-        local_path: Option<&Path>,
-        local_tokenizer: Option<&Path>,
-        default_device: &str,
-    ) -> Result<Self, WorkerError> {
-        let engine = |source| WorkerError::Engine { model: spec.name.clone(), source };
-        if let Some(endpoint) = &spec.endpoint {
-            let api_model = spec.api_model.as_deref().unwrap_or(&spec.name);
-            let http = |kind| HttpBackend::new(endpoint, api_model, kind, spec.api_key_env.as_deref());
-            let tokenizer = local_tokenizer.map(|path| TextTokenizer::from_file(path, Vec::new())).transpose().map_err(engine)?;
-            return Ok(Backend::Http(Box::new(Served {
-                completions: http(Endpoint::Completions),
-                chat: spec.chat.then(|| http(Endpoint::Chat)),
-                tokenizer: tokenizer.map(Arc::new),
-            })));
-        }
-        let path = local_path.ok_or_else(|| WorkerError::Input {
-            key: spec.name.clone(),
-            message: "the model has neither a path nor an endpoint".into(),
-        })?;
-        let device = codesweep_engine::parse_device(spec.device.as_deref().unwrap_or(default_device)).map_err(engine)?;
-        let dtype = spec.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose().map_err(engine)?;
-        let model = Model::load(path, &device, dtype).map_err(engine)?;
-        Ok(Backend::Local(Arc::new(model)))
+/// Loads `spec`'s model from `local_path` (the model's path, downloaded if it was a URL), or
+/// connects to its endpoint, with the tokenizer at `local_tokenizer` (an endpoint's
+/// `tokenizer`, downloaded if it was a URL). Blocking: call it off the async runtime.
+pub fn load_model(
+    spec: &ModelSpec,
+    local_path: Option<&Path>,
+    local_tokenizer: Option<&Path>,
+    default_device: &str,
+) -> Result<TextModel, WorkerError> {
+    let engine = |source| WorkerError::Engine { model: spec.name.clone(), source };
+    if let Some(endpoint) = &spec.endpoint {
+        let api_model = spec.api_model.as_deref().unwrap_or(&spec.name);
+        return TextModel::endpoint(endpoint, api_model, spec.api_key_env.as_deref(), spec.chat, local_tokenizer).map_err(engine);
     }
-
-    /// The tokenizer for prompt budgets and RepoQA contexts; an endpoint has one only when its
-    /// spec names it.
-    pub fn tokenizer(&self) -> Option<&TextTokenizer> {
-        match self {
-            Backend::Local(model) => Some(&model.tokenizer),
-            Backend::Http(served) => served.tokenizer.as_deref(),
-        }
-    }
-
-    /// The backend instructions (RepoQA) go to: an endpoint's chat completions when its spec
-    /// says `chat` (the server applies its chat template, as a local model's template is).
-    pub fn for_instructions(&self) -> Backend {
-        match self {
-            Backend::Http(served) => match &served.chat {
-                Some(chat) => Backend::Http(Box::new(Served {
-                    completions: chat.clone(),
-                    chat: None,
-                    tokenizer: served.tokenizer.clone(),
-                })),
-                None => self.clone(),
-            },
-            Backend::Local(_) => self.clone(),
-        }
-    }
-
-    /// Completes `requests`; `on_done` sees each completion as it finishes.
-    pub fn generate(
-        &self,
-        model_name: &str,
-        requests: &[Request],
-        options: GenerateOptions,
-        on_done: impl FnMut(&Completion) + Send,
-    ) -> Result<Generation, WorkerError> {
-        let engine = |source| WorkerError::Engine { model: model_name.to_string(), source };
-        match self {
-            Backend::Local(model) => Generator::new(model, options).generate(requests, on_done).map_err(engine),
-            Backend::Http(served) => served.completions.generate(requests, on_done).map_err(engine),
-        }
-    }
+    let path = local_path.ok_or_else(|| WorkerError::Input {
+        key: spec.name.clone(),
+        message: "the model has neither a path nor an endpoint".into(),
+    })?;
+    let placement = Placement::parse(spec.device.as_deref().unwrap_or(default_device), spec.dtype.as_deref()).map_err(engine)?;
+    TextModel::load(path, &placement).map_err(engine)
 }
 
 /// Greedy at temperature 0, seeded nucleus sampling otherwise.
@@ -119,7 +47,7 @@ pub fn sampling(g: &GenerationSpec) -> Sampling {
 /// Generates for a shard's requests a few batches per engine call, counting progress in
 /// `control` and stopping with [`WorkerError::Stopped`] between calls when asked to.
 pub fn generate_shard(
-    backend: &Backend,
+    model: &TextModel,
     model_name: &str,
     requests: &[Request],
     g: &GenerationSpec,
@@ -148,10 +76,12 @@ pub fn generate_shard(
         );
         let _in_batch = span.enter();
         let started = std::time::Instant::now();
-        let generation = backend.generate(model_name, chunk, options, |c| {
-            control.examples_done.fetch_add(1, Ordering::Relaxed);
-            control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
-        })?;
+        let generation = model
+            .generate(chunk, options, |c: &Completion| {
+                control.examples_done.fetch_add(1, Ordering::Relaxed);
+                control.generated_tokens.fetch_add(c.generated_tokens as u64, Ordering::Relaxed);
+            })
+            .map_err(|source| WorkerError::Engine { model: model_name.to_string(), source })?;
         let prompt_tokens: u64 = generation.completions.iter().map(|c| c.prompt_tokens as u64).sum();
         let generated_tokens: u64 = generation.completions.iter().map(|c| c.generated_tokens as u64).sum();
         span.record("batch.engine_batches", generation.stats.batches as i64);

@@ -4,14 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use codesweep_engine::{Request, Sampling, StopPredicate, TextTokenizer};
+use codesweep_engine::{Request, Sampling, StopPredicate, TextModel, TextTokenizer};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
 use codesweep_tasks::cceval::prompt::{cceval_prompt, FimMarkers, Keep, PromptBudget, PromptError, PromptTokenizer};
 use codesweep_tasks::cceval::shard::{edit_sim_or_default, score_completions, shard_examples};
 use codesweep_tasks::cceval::{Example, Language, StatementEnd};
 use serde_json::Value;
 
-use crate::backend::{generate_shard, sampling, Backend};
+use crate::backend::{generate_shard, sampling};
 use crate::error::WorkerError;
 use crate::shard_control::ShardControl;
 
@@ -68,7 +68,7 @@ impl StopPredicate for StatementStop {
 /// `key` names the input object in errors. Checks `control` between batches and stops with
 /// [`WorkerError::Stopped`] when asked to.
 pub fn run_cceval_shard(
-    backend: &Backend,
+    backend: &TextModel,
     key: &str,
     header: &ShardHeader,
     records: &[Value],

@@ -19,7 +19,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::backend::Backend;
+use crate::backend::load_model;
+use codesweep_engine::TextModel;
 use crate::cceval::run_cceval_shard;
 use crate::repoqa::run_repoqa_shard;
 use crate::error::WorkerError;
@@ -122,7 +123,7 @@ where
 
 struct Loaded {
     name: String,
-    backend: Backend,
+    backend: TextModel,
 }
 
 /// Runs the lease loop until the coordinator says to shut down or `stop` leaves `Run`. A
@@ -282,7 +283,7 @@ async fn heartbeats(
     }
 }
 
-async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: &ModelSpec) -> Result<Backend, WorkerError> {
+async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: &ModelSpec) -> Result<TextModel, WorkerError> {
     if let Some(l) = loaded.as_ref().filter(|l| l.name == spec.name) {
         return Ok(l.backend.clone());
     }
@@ -299,7 +300,7 @@ async fn ensure_model(config: &WorkerConfig, loaded: &mut Option<Loaded>, spec: 
     let started = Instant::now();
     let (spec_owned, device) = (spec.clone(), config.device.clone());
     let backend = tokio::task::spawn_blocking(move || {
-        Backend::load(&spec_owned, local.as_deref(), tokenizer.as_deref(), &device)
+        load_model(&spec_owned, local.as_deref(), tokenizer.as_deref(), &device)
     })
     .await
     .map_err(|e| WorkerError::Stopped(format!("model loading panicked: {e}")))??;

@@ -16,7 +16,7 @@ mod repoqa;
 mod shard_control;
 mod shard_trace;
 
-pub use backend::Backend;
+pub use backend::load_model;
 pub use cceval::{cceval_request, run_cceval_shard, EnginePromptTokenizer};
 pub use error::WorkerError;
 pub use repoqa::run_repoqa_shard;

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use codesweep_engine::{ChatMessage, ChatTemplate, Request};
+use codesweep_engine::{ChatMessage, Request, TextModel};
 use codesweep_store::records::{ExampleResult, ShardHeader, ShardTotals};
 use codesweep_tasks::repoqa::context::{build_snf_tasks, CommentMode, SourceDataset, TokenizeError};
 use codesweep_fetch::grammars::choose_grammars;
@@ -12,7 +12,7 @@ use codesweep_tasks::repoqa::shard::{score_answers, shard_dataset};
 use codesweep_tasks::repoqa::{Language, ModelOutput, RepoqaScorer};
 use serde_json::{json, Value};
 
-use crate::backend::{generate_shard, sampling, Backend};
+use crate::backend::{generate_shard, sampling};
 use crate::context_tokenizer::ContextTokenizer;
 use crate::error::WorkerError;
 use crate::shard_control::ShardControl;
@@ -20,7 +20,7 @@ use crate::shard_control::ShardControl;
 /// Runs one RepoQA shard (one repository of one language), sizing contexts with
 /// `context_tokenizer` (resolved from the shard's `context_tokenizer` option).
 pub fn run_repoqa_shard(
-    backend: &Backend,
+    backend: &TextModel,
     context_tokenizer: &ContextTokenizer,
     key: &str,
     header: &ShardHeader,
@@ -51,19 +51,13 @@ pub fn run_repoqa_shard(
     let tasks = build_snf_tasks(&source, language, options.code_context_size, mode, &count, &grammars)
         .map_err(|e| input(e.to_string()))?;
     // A local model's own chat template; an endpoint applies its template server-side (`chat`)
-    // or gets the instruction as is.
-    let template = match backend {
-        // A template codesweep cannot render is reported, and the instruction goes as is.
-        Backend::Local(model) => model.chat_template.as_deref().and_then(|t| match ChatTemplate::from_jinja(t) {
-            Ok(template) => Some(template),
-            Err(e) => {
-                tracing::warn!(model = %header.model.name, "RepoQA instructions go without the chat template: {e}");
-                eprintln!("warning: {}: RepoQA instructions go without the chat template: {e}", header.model.name);
-                None
-            }
-        }),
-        Backend::Http(..) => None,
-    };
+    // or gets the instruction as is. A template codesweep cannot render is reported, and the
+    // instruction goes as is.
+    let template = backend.chat_template().unwrap_or_else(|e| {
+        tracing::warn!(model = %header.model.name, "RepoQA instructions go without the chat template: {e}");
+        eprintln!("warning: {}: RepoQA instructions go without the chat template: {e}", header.model.name);
+        None
+    });
     let backend = &backend.for_instructions();
     let g = &header.generation;
     let sampling = sampling(g);

@@ -112,15 +112,14 @@ pub fn run(args: Args) -> Result<()> {
     let embedder_dir = if encoder_only { Some(args.model.model.clone()) } else { args.embedder.clone() };
     let embedder = match &embedder_dir {
         Some(dir) => {
-            let device = codesweep_engine::parse_device(&args.model.device)?;
-            let dtype = args.model.dtype.as_deref().map(codesweep_engine::parse_dtype).transpose()?;
+            let placement = args.model.placement()?;
             let options = EmbedderOptions {
                 max_length: args.embed_max_length,
                 batch_size: args.embed_batch_size.max(1),
                 normalize: args.normalize_embeddings,
-                dtype,
+                dtype: placement.dtype,
             };
-            let e = Embedder::load(dir, &device, options).with_context(|| format!("cannot load the embedder {}", dir.display()))?;
+            let e = Embedder::load(dir, &placement.device, options).with_context(|| format!("cannot load the embedder {}", dir.display()))?;
             let name = if encoder_only { args.served_name.clone().unwrap_or_else(|| dir_name(dir)) } else { dir_name(dir) };
             Some((Arc::new(e), name))
         }
