@@ -3,8 +3,9 @@
 //! Loads GGUF files (weights stay quantized) and Hugging Face safetensors directories for the
 //! `qwen2`, `llama`, `starcoder2` and `gpt_bigcode` architectures, rebuilds GGUF tokenizers, and
 //! generates for many prompts at once with per-sequence masks, positions and a KV cache; embeds texts
-//! with BERT-family encoders for dense retrieval. It knows nothing of benchmarks: stop rules and
-//! prompts come from the caller.
+//! with BERT-family encoders for dense retrieval; serves and calls OpenAI-compatible endpoints
+//! (`serve`, `http`), behind one front for local and remote models (`front`). It knows nothing
+//! of benchmarks: stop rules and prompts come from the caller.
 
 pub mod chat;
 pub mod config;
@@ -16,6 +17,7 @@ pub mod http;
 pub mod kernels;
 pub mod layers;
 pub mod models;
+pub mod serve;
 pub mod tokenizer;
 pub mod weights;
 

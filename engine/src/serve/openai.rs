@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use codesweep_engine::{ChatMessage, Completion, Request, Sampling, StopReason, TextTokenizer};
+use crate::{ChatMessage, Completion, Request, Sampling, StopReason, TextTokenizer};
 use serde_json::{json, Value};
 
 /// Parses a JSON body. Lone UTF-16 surrogate escapes (`"\ud800"`, which Python's `json`

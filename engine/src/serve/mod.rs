@@ -1,5 +1,6 @@
-//! `codesweep serve`: a minimal OpenAI-compatible server over the engine — completions, chat
-//! completions (ChatML templates) and embeddings (BERT-family encoders).
+//! A minimal OpenAI-compatible server over the engine, the counterpart of [`crate::http`]'s
+//! client: completions, chat completions (ChatML templates) and embeddings (BERT-family
+//! encoders).
 //!
 //! Generation requests arriving together are batched: HTTP threads hand jobs to one engine
 //! thread, which takes every job waiting and generates for all of them at once. Embedding
@@ -8,73 +9,118 @@
 mod disconnect;
 mod openai;
 
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use disconnect::Connection;
-
-use anyhow::{anyhow, Context, Result};
-use clap::Args as ClapArgs;
-use codesweep_engine::embed::is_encoder_dir;
-use codesweep_engine::{ChatTemplate, Completion, Embedder, EmbedderOptions, GenerateOptions, Generator, Request, TextTokenizer};
 use serde_json::{json, Value};
 
-use crate::files::ModelArgs;
+use crate::error::{EngineError, Result};
+use crate::{ChatTemplate, Completion, Embedder, GenerateOptions, Generator, Model, Request, TextTokenizer};
 
-/// Arguments of `codesweep serve`.
-#[derive(ClapArgs)]
-pub struct Args {
-    #[command(flatten)]
-    model: ModelArgs,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    host: String,
-    /// Port to listen on (0 picks a free one; the chosen port is printed).
-    #[arg(long, default_value_t = 8000)]
-    port: u16,
-    /// Name reported by /v1/models and accepted in requests (default: the model file name).
-    #[arg(long)]
-    served_name: Option<String>,
+/// What one server serves: a generator, an embedder with its served name, or both.
+pub struct Served {
+    /// The generator, served under `name`.
+    pub generator: Option<Model>,
+    /// The embedder and its served name.
+    pub embedder: Option<(Arc<Embedder>, String)>,
+    /// The generator's served name (`/v1/models`, the `model` field requests may carry).
+    pub name: String,
+}
+
+/// How the server takes requests.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
     /// Most sequences decoded together.
-    #[arg(long, default_value_t = 8)]
+    pub batch_size: usize,
+    /// The key clients must send as `Authorization: Bearer …`, if any.
+    pub api_key: Option<String>,
+    /// Most samples one request may ask for (`n`).
+    pub max_n: usize,
+    /// Most stop strings one request may carry.
+    pub max_stop: usize,
+    /// Most prompts in one completions request.
+    pub max_prompts: usize,
+    /// Largest request body in bytes; a larger one gets a 413 unread.
+    pub max_body: usize,
+}
+
+/// A bound server, ready to run.
+pub struct OpenAiServer {
+    server: Arc<tiny_http::Server>,
+    address: SocketAddr,
+    service: Arc<Service>,
+    generator: Option<Model>,
     batch_size: usize,
-    /// Environment variable holding the API key clients must send as `Authorization: Bearer …`.
-    #[arg(long)]
-    api_key_env: Option<String>,
-    /// A BERT/RoBERTa directory (config.json, model.safetensors, tokenizer.json) to serve
-    /// POST /v1/embeddings with, beside the generator. When --model itself is such an encoder,
-    /// the server embeds only.
-    #[arg(long)]
-    embedder: Option<PathBuf>,
-    /// Most tokens per embedded text, special tokens included; longer texts are cut.
-    #[arg(long, default_value_t = 256)]
-    embed_max_length: usize,
-    /// Most texts per embedding forward pass.
-    #[arg(long, default_value_t = 32)]
-    embed_batch_size: usize,
-    /// Return L2-normalised embeddings.
-    #[arg(long)]
-    normalize_embeddings: bool,
-    /// Most samples one request may ask for (`n`); more gets a 400.
-    #[arg(long, default_value_t = 16)]
-    max_n: usize,
-    /// Most stop strings one request may carry; more gets a 400.
-    #[arg(long, default_value_t = 64)]
-    max_stop: usize,
-    /// Most prompts in one completions request; more gets a 400.
-    #[arg(long, default_value_t = 64)]
-    max_prompts: usize,
-    /// Largest request body in MiB; a larger one gets a 413 unread.
-    #[arg(long, default_value_t = 16)]
-    max_body_mib: usize,
+}
+
+impl OpenAiServer {
+    /// Listens on `host:port` (port 0 picks a free one) for `served`.
+    pub fn bind(host: &str, port: u16, served: Served, options: ServeOptions) -> Result<Self> {
+        let listen_error = |message: String| EngineError::Http { url: format!("http://{host}:{port}"), message };
+        let server = tiny_http::Server::http((host, port)).map_err(|e| listen_error(format!("cannot listen: {e}")))?;
+        let address = server.server_addr().to_ip().ok_or_else(|| listen_error("the server has no IP address".into()))?;
+        let model = served.generator;
+        let chat = match model.as_ref().map(|m| m.chat_template.as_deref()) {
+            None => Err("this server has no generator; it serves POST /v1/embeddings".to_string()),
+            Some(None) => Err("the model has no chat template; send a formatted prompt to /v1/completions".to_string()),
+            Some(Some(t)) => ChatTemplate::from_jinja(t).map_err(|e| e.to_string()),
+        };
+        let limits = openai::Limits {
+            context: model.as_ref().map_or(0, |m| m.config.max_positions),
+            max_n: options.max_n.max(1),
+            max_stop: options.max_stop,
+            max_prompts: options.max_prompts.max(1),
+        };
+        let service = Arc::new(Service {
+            generator: model.as_ref().map(|_| served.name.clone()),
+            tokenizer: model.as_ref().map(|m| m.tokenizer.clone()),
+            chat,
+            embedder: served.embedder,
+            api_key: options.api_key,
+            limits,
+            max_body: options.max_body.max(1),
+            port: address.port(),
+        });
+        Ok(Self { server: Arc::new(server), address, service, generator: model, batch_size: options.batch_size.max(1) })
+    }
+
+    /// The address the server listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Answers requests until the process is stopped.
+    pub fn run(self) {
+        let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+        let mut handlers = Vec::new();
+        for _ in 0..4 {
+            let server = self.server.clone();
+            let jobs_tx = jobs_tx.clone();
+            let service = self.service.clone();
+            handlers.push(std::thread::spawn(move || {
+                while let Ok(rq) = server.recv() {
+                    handle(rq, &jobs_tx, &service);
+                }
+            }));
+        }
+        drop(jobs_tx);
+        if let Some(model) = &self.generator {
+            let options = GenerateOptions { batch_size: self.batch_size, ..GenerateOptions::default() };
+            generation_loop(&Generator::new(model, options), &jobs_rx);
+        }
+        for h in handlers {
+            let _ = h.join();
+        }
+    }
 }
 
 struct Job {
     requests: Vec<Request>,
-    reply: mpsc::Sender<Result<Vec<Completion>, String>>,
+    reply: mpsc::Sender<std::result::Result<Vec<Completion>, String>>,
 }
 
 /// What request handlers share.
@@ -84,7 +130,7 @@ struct Service {
     /// The generator's tokenizer, to name tokens in chat log-probabilities.
     tokenizer: Option<TextTokenizer>,
     /// The generator's chat template, or why chat is unavailable.
-    chat: Result<ChatTemplate, String>,
+    chat: std::result::Result<ChatTemplate, String>,
     /// The embedder and its served name.
     embedder: Option<(Arc<Embedder>, String)>,
     api_key: Option<String>,
@@ -94,99 +140,6 @@ struct Service {
     max_body: usize,
     /// The port the server listens on, to find a request's connection.
     port: u16,
-}
-
-fn dir_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "model".into())
-}
-
-/// Runs the server until the process is stopped.
-pub fn run(args: Args) -> Result<()> {
-    let encoder_only = is_encoder_dir(&args.model.model);
-    if encoder_only && args.embedder.is_some() {
-        anyhow::bail!(
-            "--model {} is itself an encoder (BERT/RoBERTa), so the server embeds with it; drop --embedder, or give a generator as --model",
-            args.model.model.display()
-        );
-    }
-    let embedder_dir = if encoder_only { Some(args.model.model.clone()) } else { args.embedder.clone() };
-    let embedder = match &embedder_dir {
-        Some(dir) => {
-            let placement = args.model.placement()?;
-            let options = EmbedderOptions {
-                max_length: args.embed_max_length,
-                batch_size: args.embed_batch_size.max(1),
-                normalize: args.normalize_embeddings,
-                dtype: placement.dtype,
-            };
-            let e = Embedder::load(dir, &placement.device, options).with_context(|| format!("cannot load the embedder {}", dir.display()))?;
-            let name = if encoder_only { args.served_name.clone().unwrap_or_else(|| dir_name(dir)) } else { dir_name(dir) };
-            Some((Arc::new(e), name))
-        }
-        None => None,
-    };
-    let model = if encoder_only { None } else { Some(args.model.load()?) };
-    let name = args.served_name.clone().unwrap_or_else(|| dir_name(&args.model.model));
-    let chat = match model.as_ref().map(|m| m.chat_template.as_deref()) {
-        None => Err("this server has no generator; it serves POST /v1/embeddings".to_string()),
-        Some(None) => Err("the model has no chat template; send a formatted prompt to /v1/completions".to_string()),
-        Some(Some(t)) => ChatTemplate::from_jinja(t).map_err(|e| e.to_string()),
-    };
-    let api_key = match &args.api_key_env {
-        Some(var) => Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?),
-        None => None,
-    };
-    let server = tiny_http::Server::http((args.host.as_str(), args.port))
-        .map_err(|e| anyhow!("cannot listen on {}:{}: {e}", args.host, args.port))?;
-    let addr = server.server_addr().to_ip().context("the server has no IP address")?;
-    let limits = openai::Limits {
-        context: model.as_ref().map_or(0, |m| m.config.max_positions),
-        max_n: args.max_n.max(1),
-        max_stop: args.max_stop,
-        max_prompts: args.max_prompts.max(1),
-    };
-    let service = Arc::new(Service {
-        generator: model.as_ref().map(|_| name.clone()),
-        tokenizer: model.as_ref().map(|m| m.tokenizer.clone()),
-        chat,
-        embedder,
-        api_key,
-        limits,
-        max_body: args.max_body_mib.max(1).saturating_mul(1 << 20),
-        port: addr.port(),
-    });
-    // Machine-readable first line, for scripts and tests that start the server on port 0.
-    println!("listening on http://{addr}");
-    match (&model, &service.embedder) {
-        (Some(m), e) => eprintln!(
-            "serving {name} ({}) at http://{addr}/v1{}",
-            m.config.architecture.name(),
-            e.as_ref().map(|(_, n)| format!(", embeddings with {n}")).unwrap_or_default()
-        ),
-        (None, _) => eprintln!("serving embeddings with {name} at http://{addr}/v1"),
-    }
-    let server = Arc::new(server);
-    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
-    let mut handlers = Vec::new();
-    for _ in 0..4 {
-        let server = server.clone();
-        let jobs_tx = jobs_tx.clone();
-        let service = service.clone();
-        handlers.push(std::thread::spawn(move || {
-            while let Ok(rq) = server.recv() {
-                handle(rq, &jobs_tx, &service);
-            }
-        }));
-    }
-    drop(jobs_tx);
-    if let Some(model) = &model {
-        let options = GenerateOptions { batch_size: args.batch_size.max(1), ..GenerateOptions::default() };
-        generation_loop(&Generator::new(model, options), &jobs_rx);
-    }
-    for h in handlers {
-        let _ = h.join();
-    }
-    Ok(())
 }
 
 /// Takes every job waiting, generates for all of them at once, and answers each.
@@ -288,7 +241,7 @@ fn handle(mut rq: tiny_http::Request, jobs: &mpsc::Sender<Job>, service: &Servic
     }
 }
 
-type Answer = Result<Value, (u16, String)>;
+type Answer = std::result::Result<Value, (u16, String)>;
 
 fn bad(message: String) -> (u16, String) {
     (400, message)
@@ -304,7 +257,7 @@ fn generate(
     jobs: &mpsc::Sender<Job>,
     requests: Vec<Request>,
     connection: Option<Connection>,
-) -> Result<Vec<Completion>, (u16, String)> {
+) -> std::result::Result<Vec<Completion>, (u16, String)> {
     let gone = Arc::new(AtomicBool::new(false));
     let requests = requests
         .into_iter()
@@ -334,7 +287,7 @@ fn generate(
 }
 
 /// Counts a prompt's tokens as the engine will.
-fn prompt_tokens(tokenizer: &TextTokenizer) -> impl Fn(&str) -> Result<usize, String> + '_ {
+fn prompt_tokens(tokenizer: &TextTokenizer) -> impl Fn(&str) -> std::result::Result<usize, String> + '_ {
     move |prompt| tokenizer.encode(prompt).map(|ids| ids.len()).map_err(|e| format!("cannot tokenize the prompt: {e}"))
 }
 
