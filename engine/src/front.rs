@@ -1,4 +1,4 @@
-//! One front for inference, so every caller (the worker, the RepoQA annotators, dense
+//! One front for inference, so every caller (shard workers, dataset annotators, dense
 //! retrieval, `generate`, `serve`) names, loads and calls a model the same way: weights on this
 //! machine or an OpenAI-compatible endpoint, for completions, chat and embeddings. Device and
 //! dtype names are parsed here once.
