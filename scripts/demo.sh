@@ -14,7 +14,7 @@ data=runs/demo-data
 
 scripts/fetch-models.sh qwen2.5-coder-0.5b >/dev/null
 cargo build --release --locked -p codesweep
-codesweep=target/release/codesweep
+codesweep="${CARGO_TARGET_DIR:-target}/release/codesweep"
 
 # Downloads URL (checked against SHA256), unpacks it and keeps its folder ROOT as
 # $sources/LANGUAGE/NAME; a folder already complete is kept.
