@@ -19,18 +19,20 @@ pub const INTER: usize = 128;
 pub const LAYERS: usize = 2;
 pub const MAX_POS: usize = 512;
 
-/// Source files of this repository: real code for tokenizer training and test prompts.
+/// Real code for tokenizer training and test prompts: a frozen snapshot of 43 of this
+/// repository's own source files (`corpus/`, see its README), so the tiny models and prompts
+/// stay the same when the live sources change.
 pub fn code_corpus() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    for dir in ["engine/src", "engine/src/models", "engine/src/generate", "tasks/src/cceval", "tasks/src/repoqa", "cli/src"] {
-        if let Ok(entries) = std::fs::read_dir(root.join(dir)) {
-            let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "rs")).collect();
-            paths.sort();
-            files.extend(paths.iter().filter_map(|p| std::fs::read_to_string(p).ok()));
-        }
-    }
-    assert!(files.len() > 10, "expected this repository's sources under {}", root.display());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    paths.sort();
+    let files: Vec<String> = paths.iter().map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).collect();
+    assert_eq!(files.len(), 43, "the frozen corpus under {} is incomplete", dir.display());
     files
 }
 
