@@ -103,19 +103,19 @@ pub fn run(args: Args) -> Result<()> {
         max_prompts: args.max_prompts,
         max_body: args.max_body_mib.max(1).saturating_mul(1 << 20),
     };
-    let description = match (&model, &embedder) {
-        (Some(m), e) => format!(
-            "serving {name} ({}) at http://{{addr}}/v1{}",
-            m.config.architecture.name(),
-            e.as_ref().map(|(_, n)| format!(", embeddings with {n}")).unwrap_or_default()
+    // What is served, said once the address is known.
+    let (what, and_embeddings) = match (&model, &embedder) {
+        (Some(m), e) => (
+            format!("{name} ({})", m.config.architecture.name()),
+            e.as_ref().map(|(_, n)| format!(", embeddings with {n}")).unwrap_or_default(),
         ),
-        (None, _) => format!("serving embeddings with {name} at http://{{addr}}/v1"),
+        (None, _) => (format!("embeddings with {name}"), String::new()),
     };
     let server = OpenAiServer::bind(&args.host, args.port, Served { generator: model, embedder, name }, options)?;
     let addr = server.address();
     // Machine-readable first line, for scripts and tests that start the server on port 0.
     println!("listening on http://{addr}");
-    eprintln!("{}", description.replace("{addr}", &addr.to_string()));
+    eprintln!("serving {what} at http://{addr}/v1{and_embeddings}");
     server.run();
     Ok(())
 }

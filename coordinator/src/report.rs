@@ -202,6 +202,17 @@ pub async fn build_report(store: &RunStore, run_id: &str, scoring: Scoring) -> R
     Ok(Report { run_id: run_id.to_string(), cceval: out, repoqa, failures, unreadable })
 }
 
+/// A Markdown table of shards with their errors, under `title`.
+fn shard_errors_markdown(title: &str, shards: &[FailedShard]) -> String {
+    let mut out = format!("## {title}\n\n| Shard | Attempts | Error |\n|---|---:|---|\n");
+    for f in shards {
+        let attempts = f.attempts.map(|a| a.to_string()).unwrap_or_else(|| "?".into());
+        let error = f.error.replace('|', "\\|").replace('\n', " ");
+        out.push_str(&format!("| {} | {attempts} | {error} |\n", f.shard_id));
+    }
+    out
+}
+
 fn fmt2(x: f64) -> String {
     format!("{x:.2}")
 }
@@ -253,23 +264,13 @@ impl Report {
     /// The shards that failed for good, with their errors (their examples are missing from
     /// the tables above).
     pub fn failures_markdown(&self) -> String {
-        let mut out = format!("## Failed shards — run `{}`\n\n| Shard | Attempts | Error |\n|---|---:|---|\n", self.run_id);
-        for f in &self.failures {
-            let attempts = f.attempts.map(|a| a.to_string()).unwrap_or_else(|| "?".into());
-            let error = f.error.replace('|', "\\|").replace('\n', " ");
-            out.push_str(&format!("| {} | {attempts} | {error} |\n", f.shard_id));
-        }
-        out
+        shard_errors_markdown(&format!("Failed shards — run `{}`", self.run_id), &self.failures)
     }
 
     /// The shards whose stored result cannot be used, with why (their examples are missing
     /// from the tables above).
     pub fn unreadable_markdown(&self) -> String {
-        let mut out = format!("## Unreadable stored results — run `{}`\n\n| Shard | Error |\n|---|---|\n", self.run_id);
-        for f in &self.unreadable {
-            out.push_str(&format!("| {} | {} |\n", f.shard_id, f.error.replace('|', "\\|").replace('\n', " ")));
-        }
-        out
+        shard_errors_markdown(&format!("Unreadable stored results — run `{}`", self.run_id), &self.unreadable)
     }
 
     /// The CrossCodeEval table as Markdown; cells with missing results are marked `*`.

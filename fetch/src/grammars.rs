@@ -68,28 +68,34 @@ pub fn ensure_reference() -> Result<PathBuf, AssetError> {
     .ensure()
 }
 
+/// The official library, checked once per process: a verified copy is not hashed again for
+/// every shard. A failure is not remembered, so `official` tries again next time.
+fn reference_once() -> Result<&'static PathBuf, AssetError> {
+    static FETCHED: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(path) = FETCHED.get() {
+        return Ok(path);
+    }
+    let path = ensure_reference()?;
+    Ok(FETCHED.get_or_init(|| path))
+}
+
 /// Picks RepoQA grammars by name, as [`RepoqaGrammars::choose`] does, except that `auto`
-/// fetches the official library when it is missing (once per process) and falls back to the
-/// bundled grammars, saying why on stderr, when it cannot be had; `official` fetches or fails.
+/// fetches the official library when it is missing and falls back to the bundled grammars,
+/// saying why on stderr once, when it cannot be had; `official` fetches or fails.
 pub fn choose_grammars(choice: &str) -> Result<RepoqaGrammars, GrammarError> {
     match choice {
         "auto" => {
-            static FETCHED: OnceLock<Option<PathBuf>> = OnceLock::new();
-            let path = FETCHED.get_or_init(|| match ensure_reference() {
-                Ok(path) => Some(path),
-                Err(e) => {
-                    eprintln!("warning: using the bundled RepoQA grammars: {e}");
-                    None
-                }
-            });
+            // Decided once: a machine without the network does not try again for every shard.
+            static AUTO: OnceLock<Option<&'static PathBuf>> = OnceLock::new();
+            let path = AUTO.get_or_init(|| reference_once().inspect_err(|e| eprintln!("warning: using the bundled RepoQA grammars: {e}")).ok());
             match path {
                 Some(path) => RepoqaGrammars::load_reference(path),
                 None => Ok(RepoqaGrammars::Bundled),
             }
         }
         "official" => {
-            let path = ensure_reference().map_err(|e| GrammarError::Fetch { message: e.to_string() })?;
-            RepoqaGrammars::load_reference(&path)
+            let path = reference_once().map_err(|e| GrammarError::Fetch { message: e.to_string() })?;
+            RepoqaGrammars::load_reference(path)
         }
         other => RepoqaGrammars::choose(other),
     }

@@ -2,7 +2,6 @@
 //! checked as a [`PinnedFile`], the member extracted, checked by its own sha256 and renamed
 //! into place; the archive is deleted once the member is in place.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::pinned::{sha256_file, AssetError, PinnedFile};
@@ -39,13 +38,16 @@ impl PinnedMember {
         let file = std::fs::File::open(&archive).map_err(|e| io(&archive, e.to_string()))?;
         let mut zip = zip::ZipArchive::new(file).map_err(|e| invalid(format!("not a zip archive: {e}")))?;
         let mut entry = zip.by_name(&self.member).map_err(|e| invalid(format!("no member {}: {e}", self.member)))?;
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(|e| invalid(format!("cannot inflate {}: {e}", self.member)))?;
-        drop(entry);
         let folder = self.path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(folder).map_err(|e| io(folder, e.to_string()))?;
         let partial = folder.join(format!(".member.{}.partial", std::process::id()));
-        std::fs::write(&partial, &bytes).map_err(|e| io(&partial, e.to_string()))?;
+        let mut out = std::fs::File::create(&partial).map_err(|e| io(&partial, e.to_string()))?;
+        let copied = std::io::copy(&mut entry, &mut out);
+        drop(out);
+        if let Err(e) = copied {
+            let _ = std::fs::remove_file(&partial);
+            return Err(invalid(format!("cannot inflate {}: {e}", self.member)));
+        }
         let got = self.digest(&partial)?;
         if got != self.sha256 {
             let _ = std::fs::remove_file(&partial);

