@@ -5,17 +5,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::builder::TypedValueParser;
-use codesweep_engine::{GenerateOptions, Generator, Sampling};
 use codesweep_tasks::cceval::prompt::PromptBudget;
-use codesweep_tasks::cceval::shard::{edit_sim_or_default, score_completions};
 use codesweep_tasks::cceval::{Example, Language};
-use codesweep_worker::cceval_request;
-use codesweep_tasks::dataset::cceval::{build, DatasetExample, Options, Repository, Summary};
+use codesweep_tasks::dataset::cceval::{build, DatasetExample, Options, Repository};
+use codesweep_worker::solved_by_model;
 use codesweep_tasks::pycompat::json::dumps;
 use codesweep_tasks::retrieval::chunks::read_project;
 
-use crate::files::{print_stdout, progress, thread_pool, ModelArgs};
+use crate::files::{choice, print_stdout, progress, thread_pool, write_file, ModelArgs};
 
 /// Build a CrossCodeEval dataset.
 #[derive(clap::Args)]
@@ -26,7 +23,7 @@ pub struct Args {
     repos: Vec<PathBuf>,
     /// Language of the examples: Python `**/*.py`, Java `**/*.java`, C# `**/*.cs`, TypeScript
     /// `src/**/*.ts[x]` (the files `codesweep retrieve` reads).
-    #[arg(long, value_parser = language_parser())]
+    #[arg(long, value_parser = choice::<Language>(Language::ALL.map(Language::name)))]
     language: Language,
     /// Output JSONL file in the official record layout.
     #[arg(long, value_name = "FILE")]
@@ -66,11 +63,6 @@ struct FilterModelArgs {
     filter_batch_size: usize,
 }
 
-/// Accepts exactly the names of [`Language::ALL`] and lists them in `--help`.
-fn language_parser() -> impl TypedValueParser<Value = Language> {
-    clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
-}
-
 /// Reads the repositories, builds the examples (and runs the model filter), writes the JSONL
 /// file and the summary, and prints the Table-1 row.
 pub fn run(args: Args) -> Result<()> {
@@ -105,12 +97,11 @@ pub fn run(args: Args) -> Result<()> {
     let build_time = building.elapsed().as_secs_f64();
 
     let lines: String = dataset.examples.iter().map(|e| dumps(&e.to_json()) + "\n").collect();
-    std::fs::write(&args.out, lines).with_context(|| format!("cannot write {}", args.out.display()))?;
+    write_file(&args.out, &lines)?;
     if let Some(path) = &args.summary {
-        std::fs::write(path, dumps(&summary_json(&dataset.summary, args.language, build_time)) + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_file(path, &(dumps(&dataset.summary.to_json(args.language, build_time)) + "\n"))?;
     }
-    print_stdout(&table(&dataset.summary, args.language))?;
+    print_stdout(&dataset.summary.table(args.language))?;
     eprintln!(
         "built {} examples from {} files in {:.3} s ({:.0} examples/s, {} threads); {:.3} s in all; wrote {}",
         dataset.summary.examples,
@@ -130,76 +121,12 @@ fn model_solved(filter: &FilterModelArgs, path: &Path, language: Language, examp
     let model = ModelArgs { model: path.to_path_buf(), device: filter.filter_device.clone(), dtype: filter.filter_dtype.clone() }
         .load()?;
     let budget = PromptBudget { model_max_tokens: filter.filter_context_tokens, generation_max_tokens: 50, ..PromptBudget::default() };
-    // The worker's CrossCodeEval path: its requests, then the shard scoring.
     let inputs: Vec<Example> = examples
         .iter()
         .map(|e| Example { task_id: e.task_id.clone(), prompt: e.prompt.clone(), groundtruth: e.groundtruth.clone() })
         .collect();
-    let requests = inputs
-        .iter()
-        .map(|example| {
-            cceval_request(Some(&model.tokenizer), language, example, None, &budget, Sampling::Greedy)
-                .with_context(|| format!("cannot build the filter prompt of {}", example.task_id))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let options = GenerateOptions { batch_size: filter.filter_batch_size.max(1), ..GenerateOptions::default() };
-    let bar = progress(requests.len(), "filter model");
-    let generation = Generator::new(&model, options).generate(&requests, |_| bar.inc(1))?;
+    let bar = progress(inputs.len(), "filter model");
+    let solved = solved_by_model(&model, language, &inputs, &budget, filter.filter_batch_size, || bar.inc(1))?;
     bar.finish_and_clear();
-    let completions: Vec<(&str, &str)> = generation.completions.iter().map(|c| (c.id.as_str(), c.text.as_str())).collect();
-    let edit_sim = edit_sim_or_default(None).map_err(anyhow::Error::msg)?;
-    let scored = score_completions(language, edit_sim, "the built examples", &inputs, "the filter model's completions", &completions)?;
-    let solved_ids: std::collections::HashSet<&str> = scored.iter().filter(|s| s.em).map(|s| s.task_id.as_str()).collect();
-    let solved = examples.iter().map(|e| solved_ids.contains(e.task_id.as_str())).collect();
-    Ok(solved)
-}
-
-/// The paper's Table 1 row for this set, then what each filter removed.
-fn table(summary: &Summary, language: Language) -> String {
-    let d = &summary.dropped;
-    format!(
-        "CrossCodeEval {language} dataset\n\
-         | # repositories | # files | # examples | avg prompt lines | avg prompt tokens | avg reference tokens |\n\
-         |---:|---:|---:|---:|---:|---:|\n\
-         | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n\
-         cross-file names (first use per file): {}; dropped: no statement end {}, short prompt {}, \
-         reference length {}, found in another file {}, duplicate {}, solved by the filter model {}\n",
-        summary.repositories,
-        summary.files,
-        summary.examples,
-        summary.avg_prompt_lines,
-        summary.avg_prompt_tokens,
-        summary.avg_reference_tokens,
-        summary.candidates,
-        d.no_statement_end,
-        d.short_prompt,
-        d.reference_length,
-        d.found_in_other_file,
-        d.duplicate,
-        d.model_exact_match,
-    )
-}
-
-fn summary_json(summary: &Summary, language: Language, seconds: f64) -> serde_json::Value {
-    let d = &summary.dropped;
-    serde_json::json!({
-        "language": language.name(),
-        "repositories": summary.repositories,
-        "files_read": summary.files_read,
-        "files": summary.files,
-        "examples": summary.examples,
-        "candidates": summary.candidates,
-        "avg_prompt_lines": summary.avg_prompt_lines,
-        "avg_prompt_tokens": summary.avg_prompt_tokens,
-        "avg_reference_tokens": summary.avg_reference_tokens,
-        "dropped": {
-            "no_statement_end": d.no_statement_end,
-            "short_prompt": d.short_prompt,
-            "reference_length": d.reference_length,
-            "found_in_other_file": d.found_in_other_file,
-            "duplicate": d.duplicate,
-            "model_exact_match": d.model_exact_match,
-        },
-        "build_seconds": seconds,
-    })
+    Ok(examples.iter().map(|e| solved.contains(&e.task_id)).collect())
 }

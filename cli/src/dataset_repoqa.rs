@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::builder::TypedValueParser;
 use codesweep_fetch::grammars::choose_grammars;
-use codesweep_engine::{ChatMessage, ChatTemplate, GenerateOptions, Placement, Request, TextModel};
-use codesweep_tasks::dataset::repoqa::{add_to_dataset, curate, AnnotateError, Annotator, CurateOptions, CuratedRepo, SelectOptions};
-use codesweep_tasks::repoqa::{Language, RepoqaGrammars};
+use codesweep_engine::{Placement, TextModel};
+use codesweep_worker::ModelAnnotator;
+use codesweep_tasks::dataset::repoqa::{add_to_dataset, curate, Annotator, CurateOptions, SelectOptions};
+use codesweep_tasks::repoqa::Language;
 
-use crate::files::{output_dir, read_input, write_atomic};
+use crate::files::{choice, print_stdout, read_input, write_file};
 
 /// Build a RepoQA dataset entry from a repository.
 #[derive(clap::Args)]
@@ -23,7 +23,7 @@ pub struct Args {
     repo: PathBuf,
     /// Language of the files taken: python (.py), cpp (.c .h .cc .hh .cpp .hpp .cxx .hxx),
     /// java (.java), typescript (.ts .js), rust (.rs).
-    #[arg(long, value_parser = language_parser())]
+    #[arg(long, value_parser = choice::<Language>(Language::ALL.map(Language::name)))]
     language: Language,
     /// Dataset file to write (`{language: [repo, ...]}`).
     #[arg(long, value_name = "FILE")]
@@ -88,51 +88,7 @@ pub struct Args {
     grammars: String,
 }
 
-fn language_parser() -> impl TypedValueParser<Value = Language> {
-    clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
-}
-
-/// A model (local, in its chat template; or an endpoint's chat API) answering annotation
-/// prompts greedily.
-struct ModelAnnotator {
-    model: TextModel,
-    template: Option<ChatTemplate>,
-    label: String,
-    max_new_tokens: usize,
-}
-
-impl Annotator for ModelAnnotator {
-    fn label(&self) -> String {
-        self.label.clone()
-    }
-
-    fn annotate(&self, prompts: &[String]) -> Result<Vec<String>, AnnotateError> {
-        let requests = prompts
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let prompt = match &self.template {
-                    Some(t) => t.render(&[ChatMessage::new("user", p.clone())])?,
-                    None => p.clone(),
-                };
-                Ok(Request::greedy(format!("needle-{i}"), prompt, self.max_new_tokens))
-            })
-            .collect::<Result<Vec<_>, AnnotateError>>()?;
-        let started = Instant::now();
-        let mut done = 0;
-        let generation = self.model.for_instructions().generate(&requests, GenerateOptions::default(), |_| {
-            done += 1;
-            eprintln!("  described {done}/{} ({:.0} s)", requests.len(), started.elapsed().as_secs_f64());
-        })?;
-        in_request_order(&requests, generation.completions.into_iter().map(|c| (c.id, c.text)))
-    }
-}
-
-fn in_request_order(requests: &[Request], answers: impl Iterator<Item = (String, String)>) -> Result<Vec<String>, AnnotateError> {
-    let mut by_id: std::collections::HashMap<String, String> = answers.collect();
-    requests.iter().map(|r| by_id.remove(&r.id).ok_or_else(|| format!("no answer for {}", r.id).into())).collect()
-}
-
+/// The annotator `--describe` names; `None` for the functions' own docstrings.
 fn annotator(args: &Args) -> Result<Option<Box<dyn Annotator>>> {
     if args.describe == "docstring" {
         return Ok(None);
@@ -147,13 +103,18 @@ fn annotator(args: &Args) -> Result<Option<Box<dyn Annotator>>> {
     } else {
         bail!("--describe {}: expected docstring, model:PATH or endpoint:URL", args.describe)
     };
-    let template = model.chat_template().context("the model's chat template")?;
-    if template.is_none() && matches!(model, TextModel::Local(_)) {
-        eprintln!("warning: {label} has no chat template; the annotation prompt is sent as plain text");
+    let started = Instant::now();
+    let progress = Box::new(move |done: usize, total: usize| {
+        eprintln!("  described {done}/{total} ({:.0} s)", started.elapsed().as_secs_f64());
+    });
+    let annotator = ModelAnnotator::new(model, label, args.max_new_tokens, progress)?;
+    if annotator.plain_text() {
+        eprintln!("warning: {} has no chat template; the annotation prompt is sent as plain text", annotator.label());
     }
-    Ok(Some(Box::new(ModelAnnotator { model, template, label, max_new_tokens: args.max_new_tokens })))
+    Ok(Some(Box::new(annotator)))
 }
 
+/// Builds the entry, adds it to the dataset file (or starts one) and prints what was built.
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     if !args.repo.is_dir() {
@@ -192,47 +153,8 @@ pub fn run(args: Args) -> Result<()> {
         None
     };
     let dataset = add_to_dataset(existing, args.language, repo.to_json())?;
-    let dir = match args.out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    output_dir(&dir)?;
-    let file_name = args.out.file_name().and_then(|n| n.to_str()).context("--out needs a file name")?;
-    write_atomic(&dir, file_name, &dataset.to_string())?;
-    print_summary(&repo, &grammars);
+    write_file(&args.out, &dataset.to_string())?;
+    print_stdout(&repo.summary(&grammars.describe()))?;
     eprintln!("wrote {} ({} {}) in {:.1} s", args.out.display(), args.language, repo.options.name, started.elapsed().as_secs_f64());
     Ok(())
-}
-
-/// The repository's figures and the needles chosen, one line each.
-fn print_summary(repo: &CuratedRepo, grammars: &RepoqaGrammars) {
-    let functions: usize = repo.functions.iter().map(|(_, f)| f.len()).sum();
-    let edges: usize = repo.dependency.iter().map(|(_, d)| d.len()).sum();
-    let chars: usize = repo.files.iter().map(|f| f.text.chars().count()).sum();
-    println!(
-        "{} {} (entry `{}`): {} files, {} characters, {} import edges, {} functions, {} candidates, {} needles [{}]",
-        repo.options.language,
-        repo.options.name,
-        repo.options.entry,
-        repo.files.len(),
-        chars,
-        edges,
-        functions,
-        repo.candidates,
-        repo.needles.len(),
-        grammars.describe()
-    );
-    for (i, n) in repo.needles.iter().enumerate() {
-        let f = &n.function;
-        println!(
-            "  {i}. {} {}:{}-{} ({} bytes, global byte {}) description: {}",
-            f.name,
-            n.path,
-            f.start_line + 1,
-            f.end_line,
-            f.end_byte - f.start_byte,
-            f.global_start_byte,
-            n.source
-        );
-    }
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use codesweep_engine::{EmbedderOptions, EmbeddingModel, Placement};
-use codesweep_tasks::retrieval::{EmbedError, Embedder};
+use codesweep_tasks::retrieval::ranker_name;
+use codesweep_worker::DenseEmbedder;
 
 /// Where the dense ranker's embeddings come from.
 #[derive(clap::Args)]
@@ -47,17 +48,6 @@ pub struct EmbedderArgs {
     ranker_name: Option<String>,
 }
 
-/// The engine's embedding model behind the retrieval hook; texts are stripped first, as the
-/// official `SemanticReranking` does.
-pub struct DenseEmbedder(EmbeddingModel);
-
-impl Embedder for DenseEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let stripped: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
-        Ok(self.0.embed(&stripped)?)
-    }
-}
-
 impl EmbedderArgs {
     /// Loads the embedder named by the flags, with the ranker name for the output file.
     pub fn load(&self) -> Result<(DenseEmbedder, String)> {
@@ -76,11 +66,7 @@ impl EmbedderArgs {
             }
             _ => bail!("--retriever dense needs --embedder DIR (a BERT/RoBERTa directory) or --embedder-endpoint URL"),
         };
-        let ranker = match &self.ranker_name {
-            Some(n) => n.clone(),
-            None if name.to_lowercase().contains("unixcoder") => "unixcoder".into(),
-            None => name.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' }).collect(),
-        };
+        let ranker = self.ranker_name.clone().unwrap_or_else(|| ranker_name(&name));
         Ok((embedder, ranker))
     }
 }

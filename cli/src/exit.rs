@@ -39,6 +39,15 @@ pub fn code_of(error: &anyhow::Error) -> u8 {
     error.downcast_ref::<Exit>().map_or(ERROR, |e| e.code)
 }
 
+/// `Ok` for a run that succeeded, else the error with the exit status its ending calls for.
+pub fn ending_to_result(ending: codesweep_runner::Ending) -> anyhow::Result<()> {
+    match ending {
+        codesweep_runner::Ending::Succeeded => Ok(()),
+        codesweep_runner::Ending::ShardsFailed(message) => Err(exit_with(SHARDS_FAILED, message)),
+        codesweep_runner::Ending::Stopped(message) => Err(exit_with(STOPPED, message)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

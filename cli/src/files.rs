@@ -20,6 +20,16 @@ pub struct ScoringFlags {
     pub threads: usize,
 }
 
+/// A flag's parser that offers `names` in `--help` and parses with `FromStr` (languages,
+/// edit-similarity backends).
+pub fn choice<T>(names: impl IntoIterator<Item = &'static str>) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
+}
+
 /// Which model to load and where: the flags `generate` and `serve` share.
 #[derive(clap::Args)]
 pub struct ModelArgs {
@@ -60,6 +70,14 @@ pub fn write_atomic(dir: &Path, name: &str, contents: &str) -> Result<()> {
     let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     std::fs::write(&temporary, contents).with_context(|| format!("cannot write {}", temporary.display()))?;
     std::fs::rename(&temporary, &target).with_context(|| format!("cannot move {} into place", target.display()))
+}
+
+/// Writes `contents` to the file `path` atomically, creating its folder first.
+pub fn write_file(path: &Path, contents: &str) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    output_dir(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).with_context(|| format!("{} does not name a file", path.display()))?;
+    write_atomic(dir, name, contents)
 }
 
 /// Creates the output directory.

@@ -3,13 +3,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args as ClapArgs;
 use codesweep_engine::{GenerateOptions, Generator, Request, Sampling};
 use codesweep_tasks::input::{parse_jsonl, str_field};
-use serde_json::json;
 
-use crate::files::{handle_invalid, progress, read_input, write_atomic, ModelArgs};
+use crate::files::{handle_invalid, progress, read_input, write_file, ModelArgs};
 
 /// Arguments of `codesweep generate`.
 #[derive(ClapArgs)]
@@ -112,24 +111,8 @@ pub fn run(args: Args) -> Result<()> {
         bar.set_message(format!("{:.1} tok/s", tokens as f64 / started.elapsed().as_secs_f64().max(1e-9)));
     })?;
     bar.finish_and_clear();
-    let mut out = String::new();
-    for c in &generation.completions {
-        let record = json!({
-            "id": c.id, "sample": c.sample, "completion": c.text,
-            "prompt_tokens": c.prompt_tokens, "generated_tokens": c.generated_tokens,
-            "stop_reason": c.stop_reason.as_str(), "mean_logprob": c.mean_logprob,
-            "elapsed_ms": c.elapsed.as_secs_f64() * 1000.0,
-        });
-        out.push_str(&record.to_string());
-        out.push('\n');
-    }
-    let dir = match args.out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let name = args.out.file_name().context("--out must name a file")?.to_string_lossy().to_string();
-    write_atomic(&dir, &name, &out)?;
+    let out: String = generation.completions.iter().map(|c| c.to_json().to_string() + "\n").collect();
+    write_file(&args.out, &out)?;
     let s = &generation.stats;
     let secs = started.elapsed().as_secs_f64();
     eprintln!(

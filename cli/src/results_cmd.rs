@@ -4,13 +4,14 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use codesweep_coordinator::report::{build_merged_report, build_report, scaling_svg, write_report, Report, RescoreOptions, Scoring};
+use codesweep_coordinator::report::{build_merged_report, build_report, write_report, Report, RescoreOptions, Scoring};
 use codesweep_proto::{CancelRunRequest, GetRunRequest};
-use codesweep_store::RunStore;
+use codesweep_runner::{follow, status_text};
+use codesweep_store::{split_run_uri, RunStore};
 use codesweep_tasks::cceval::EditSimBackend;
 
-use crate::cluster::{describe, follow, runtime, split_run_uri, CoordinatorFlags};
-use crate::files::{output_dir, print_stdout, write_atomic};
+use crate::cluster::{runtime, CoordinatorFlags};
+use crate::files::{print_stdout, write_file};
 
 /// Arguments of `codesweep status`.
 #[derive(clap::Args)]
@@ -37,28 +38,7 @@ pub fn status(args: StatusArgs) -> Result<()> {
                 .map_err(|s| anyhow::anyhow!("{}", s.message()))?
                 .into_inner()
         };
-        let mut text = describe(&status) + "\n";
-        for pool in &status.pools {
-            let waiting = if pool.workers == 0 && pool.shards_done + pool.shards_failed < pool.shards_total {
-                " (no live worker serves this pool: is its worker Job running with --pool?)"
-            } else {
-                ""
-            };
-            text.push_str(&format!(
-                "  pool {}: {}/{} shards done, {} running, {} failed, {} worker(s){waiting}\n",
-                pool.pool, pool.shards_done, pool.shards_total, pool.shards_running, pool.shards_failed, pool.workers
-            ));
-            for model in status.models.iter().filter(|m| m.pool == pool.pool) {
-                text.push_str(&format!(
-                    "    {}: {}/{} shards done, {} running, {} failed, {} worker(s) with it loaded\n",
-                    model.model, model.shards_done, model.shards_total, model.shards_running, model.shards_failed, model.workers
-                ));
-            }
-        }
-        for failure in &status.failures {
-            text.push_str(&format!("  failed {} after {} attempt(s): {}\n", failure.shard_id, failure.attempts, failure.error));
-        }
-        print_stdout(&text)
+        print_stdout(&status_text(&status))
     })
 }
 
@@ -120,17 +100,8 @@ fn print_and_check(report: &Report) -> Result<()> {
 }
 
 fn write_local(dir: &std::path::Path, report: &Report) -> Result<()> {
-    output_dir(dir)?;
-    write_atomic(dir, "report.md", &report.markdown())?;
-    write_atomic(dir, "cceval.csv", &report.csv())?;
-    write_atomic(dir, "report.json", &(serde_json::to_string_pretty(&report.json())? + "\n"))?;
-    write_atomic(dir, "scaling.svg", &scaling_svg(report))?;
-    for (path, body) in report.exports() {
-        let target = dir.join(&path);
-        let parent = target.parent().context("export path has no folder")?;
-        output_dir(parent)?;
-        let name = target.file_name().context("export path has no name")?.to_string_lossy().to_string();
-        write_atomic(parent, &name, &body)?;
+    for (path, body) in report.files()? {
+        write_file(&dir.join(&path), &body)?;
     }
     Ok(())
 }

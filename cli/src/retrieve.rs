@@ -1,11 +1,10 @@
 //! `codesweep retrieve`: the official CrossCodeEval prompt builder (cross-file context by
 //! BM25, TF-IDF, Jaccard or a dense embedder), writing the official output files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::builder::TypedValueParser;
 use clap::ValueEnum;
 use codesweep_fetch::punkt::english_tables_dir;
 use codesweep_tasks::cceval::Language;
@@ -15,7 +14,7 @@ use codesweep_tasks::retrieval::run::render_jsonl;
 use codesweep_tasks::retrieval::{retrieve, ExampleRecord, Options, QueryType, RankingFn, Status, Tokenizer};
 
 use crate::dense::EmbedderArgs;
-use crate::files::{handle_invalid, output_dir, read_input, thread_pool, write_atomic};
+use crate::files::{choice, handle_invalid, read_input, thread_pool, write_file};
 
 /// Ranking function.
 #[derive(Clone, Copy, ValueEnum)]
@@ -55,7 +54,7 @@ pub struct Args {
     repos: PathBuf,
     /// Language of the examples: selects the files read (`**/*.py`, `**/*.java`, `**/*.cs`,
     /// TypeScript `src/**/*.ts[x]`) and the comment marker of the context text.
-    #[arg(long, value_parser = language_parser())]
+    #[arg(long, value_parser = choice::<Language>(Language::ALL.map(Language::name)))]
     language: Language,
     /// Ranking function (`--ranking_fn`).
     #[arg(long, value_enum)]
@@ -99,11 +98,7 @@ pub struct Args {
     dense: EmbedderArgs,
 }
 
-fn language_parser() -> impl TypedValueParser<Value = Language> {
-    clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
-}
-
-
+/// Retrieves cross-file context for every example and writes the official output file.
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     let ranking = match args.retriever {
@@ -166,9 +161,9 @@ pub fn run(args: Args) -> Result<()> {
         Some((_, ranker)) => options.ranker_output_file_name(ranker),
         None => options.output_file_name(),
     };
-    let target = output_path(&args.out, &official)?;
-    let (dir, name) = (target.parent().unwrap_or(Path::new(".")), target.file_name().and_then(|n| n.to_str()).context("output file name")?);
-    write_atomic(dir, name, &render_jsonl(&records, &results, args.language))?;
+    let is_file = args.out.extension().is_some_and(|e| e == "jsonl") && !args.out.is_dir();
+    let target = if is_file { args.out.clone() } else { args.out.join(&official) };
+    write_file(&target, &render_jsonl(&records, &results, args.language))?;
 
     let count = |s: Status| results.iter().filter(|r| r.status == s).count();
     eprintln!(
@@ -188,16 +183,4 @@ pub fn run(args: Args) -> Result<()> {
         target.display()
     );
     Ok(())
-}
-
-/// `out` itself when it names a `.jsonl` file, else `out/<official name>` (folder created).
-fn output_path(out: &Path, official: &str) -> Result<PathBuf> {
-    if out.extension().is_some_and(|e| e == "jsonl") && !out.is_dir() {
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            output_dir(parent)?;
-        }
-        return Ok(out.to_path_buf());
-    }
-    output_dir(out)?;
-    Ok(out.join(official))
 }

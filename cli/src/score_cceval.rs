@@ -4,23 +4,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use clap::builder::TypedValueParser;
-use clap::ValueEnum;
-use codesweep_tasks::cceval::{pair_predictions, CcevalScorer, CcevalSummary, EditSimBackend, Example, Language, Prediction};
+use codesweep_tasks::cceval::outputs::{official_files, score_pairs};
+use codesweep_tasks::cceval::{pair_predictions, CcevalSummary, EditSimBackend, Example, Language, Prediction};
 use codesweep_tasks::input::parse_jsonl;
-use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
-use rayon::prelude::*;
 
-use crate::files::{handle_invalid, ScoringFlags, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
-
-/// Edit-similarity implementation.
-#[derive(Clone, Copy, ValueEnum)]
-enum EditSimArg {
-    /// fuzzywuzzy on difflib.SequenceMatcher — what the official requirements.txt installs.
-    Difflib,
-    /// fuzzywuzzy with python-Levenshtein installed (Levenshtein.ratio).
-    Levenshtein,
-}
+use crate::files::{choice, handle_invalid, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic, ScoringFlags};
 
 /// Score CrossCodeEval predictions.
 #[derive(clap::Args)]
@@ -33,11 +21,12 @@ pub struct Args {
     predictions: PathBuf,
     /// Language of the examples; Python cuts at the first complete statement (tree-sitter),
     /// the others after the first `;`, `{` or `}`.
-    #[arg(long, value_parser = language_parser())]
+    #[arg(long, value_parser = choice::<Language>(Language::ALL.map(Language::name)))]
     language: Language,
-    /// Edit-similarity backend; `difflib` reproduces the official environment.
-    #[arg(long, value_enum, default_value = codesweep_tasks::cceval::shard::DEFAULT_EDIT_SIM)]
-    edit_sim: EditSimArg,
+    /// Edit similarity: `difflib` (fuzzywuzzy on difflib.SequenceMatcher, what the official
+    /// requirements.txt installs) or `levenshtein` (fuzzywuzzy with python-Levenshtein).
+    #[arg(long, value_parser = choice::<EditSimBackend>(["difflib", "levenshtein"]), default_value = codesweep_tasks::cceval::shard::DEFAULT_EDIT_SIM)]
+    edit_sim: EditSimBackend,
     /// Output directory: results.json, detailed_results.jsonl (also as the official
     /// detailed_results.json), prediction_truncated.jsonl, exact_match_idx.jsonl.
     #[arg(long, value_name = "DIR")]
@@ -46,18 +35,11 @@ pub struct Args {
     flags: ScoringFlags,
 }
 
-/// Accepts exactly the names of [`Language::ALL`] and lists them in `--help`.
-fn language_parser() -> impl TypedValueParser<Value = Language> {
-    clap::builder::PossibleValuesParser::new(Language::ALL.map(Language::name)).try_map(|name| name.parse::<Language>())
-}
-
+/// Scores the predictions on every core, writes the official output files and prints the table.
 pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     let language = args.language;
-    let backend = match args.edit_sim {
-        EditSimArg::Difflib => EditSimBackend::Difflib,
-        EditSimArg::Levenshtein => EditSimBackend::Levenshtein,
-    };
+    let backend = args.edit_sim;
     let examples_name = args.examples.display().to_string();
     let predictions_name = args.predictions.display().to_string();
     let examples = parse_jsonl(&examples_name, &read_input(&args.examples)?, Example::from_json);
@@ -71,45 +53,22 @@ pub fn run(args: Args) -> Result<()> {
 
     let pool = thread_pool(args.flags.threads)?;
     let bar = progress(pairing.pairs.len(), "scoring");
+    let pairs: Vec<(&Example, &str)> = pairing
+        .pairs
+        .iter()
+        .map(|&(p, e)| (&examples.records[e].value, predictions.records[p].value.pred.as_str()))
+        .collect();
     let scoring = Instant::now();
-    let scored: Vec<_> = pool.install(|| {
-        pairing
-            .pairs
-            .par_iter()
-            .map_init(
-                || CcevalScorer::new(language, backend),
-                |scorer, &(p, e)| {
-                    let example = &examples.records[e].value;
-                    let pred = &predictions.records[p].value.pred;
-                    let result = scorer.score(&example.task_id, &example.prompt, &example.groundtruth, pred);
-                    bar.inc(1);
-                    result
-                },
-            )
-            .collect()
-    });
+    let scored = pool.install(|| score_pairs(language, backend, &pairs, || bar.inc(1)));
     let scoring_time = scoring.elapsed();
     bar.finish_and_clear();
     let Some(summary) = CcevalSummary::from_scored(&scored) else { bail!("nothing to score") };
 
     output_dir(&args.out)?;
-    let detailed: String = scored.iter().map(|s| dumps(&s.detailed_json()) + "\n").collect();
-    let truncated: String = scored.iter().map(|s| dumps(&s.truncated_json()) + "\n").collect();
-    let exact: String = scored.iter().filter(|s| s.em).map(|s| format!("{}\n", s.task_id)).collect();
-    write_atomic(&args.out, "prediction_truncated.jsonl", &truncated)?;
-    write_atomic(&args.out, "exact_match_idx.jsonl", &exact)?;
-    write_atomic(&args.out, "detailed_results.jsonl", &detailed)?;
-    write_atomic(&args.out, "detailed_results.json", &detailed)?;
-    write_atomic(&args.out, "results.json", &dumps_indent(&summary.to_json(), 2))?;
-
-    let mut report = format!("CrossCodeEval {language}: {} examples, edit similarity {}\n", summary.total, backend.name());
-    report += "| EM | ES | ID-EM | ID-precision | ID-recall | ID-F1 |\n|---:|---:|---:|---:|---:|---:|\n";
-    report += &format!(
-        "| {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |\n",
-        summary.em, summary.es, summary.id_em, summary.id_precision, summary.id_recall, summary.id_f1
-    );
-    report += &format!("results in {}\n", args.out.display());
-    print_stdout(&report)?;
+    for (name, contents) in official_files(&scored, &summary) {
+        write_atomic(&args.out, name, &contents)?;
+    }
+    print_stdout(&format!("{}results in {}\n", summary.table(language, backend), args.out.display()))?;
     eprintln!(
         "scored {} examples in {:.3} s ({:.0} examples/s, {} threads); {:.3} s in all",
         scored.len(),

@@ -6,12 +6,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use codesweep_fetch::grammars::choose_grammars;
 use codesweep_tasks::input::{parse_json_document, parse_jsonl};
-use codesweep_tasks::pycompat::json::{dumps, dumps_indent};
-use codesweep_tasks::repoqa::score::{official_order, resolve};
-use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaScorer, RepoqaScores};
-use rayon::prelude::*;
+use codesweep_tasks::repoqa::outputs::{official_files, score_outputs};
+use codesweep_tasks::repoqa::score::resolve;
+use codesweep_tasks::repoqa::{Dataset, ModelOutput, RepoqaScores};
 
-use crate::files::{handle_invalid, ScoringFlags, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic};
+use crate::files::{handle_invalid, output_dir, print_stdout, progress, read_input, thread_pool, write_atomic, ScoringFlags};
 
 /// Score RepoQA model outputs.
 #[derive(clap::Args)]
@@ -66,31 +65,16 @@ pub fn run(args: Args) -> Result<()> {
     let pool = thread_pool(args.flags.threads)?;
     let bar = progress(tasks.len(), "scoring");
     let scoring = Instant::now();
-    let results: Vec<_> = pool.install(|| {
-        tasks
-            .par_iter()
-            .map_init(
-                || RepoqaScorer::new(args.ignore_comments, grammars.clone()),
-                |scorer, (language, repo, output)| {
-                    let result = scorer.score(*language, repo, output);
-                    bar.inc(1);
-                    result
-                },
-            )
-            .collect()
-    });
+    let results = pool.install(|| score_outputs(&tasks, args.ignore_comments, &grammars, || bar.inc(1)));
     let scoring_time = scoring.elapsed();
     bar.finish_and_clear();
-    let results = official_order(results);
     let scores = RepoqaScores::from_results(&results);
 
     output_dir(&args.out)?;
-    let lines: String = results.iter().map(|r| dumps(&r.to_json()) + "\n").collect();
-    write_atomic(&args.out, "results.jsonl", &lines)?;
-    write_atomic(&args.out, "scores.json", &(dumps_indent(&scores.to_json(), 1) + "\n"))?;
+    for (name, contents) in official_files(&results, &scores) {
+        write_atomic(&args.out, name, &contents)?;
+    }
     let table = scores.table();
-    write_atomic(&args.out, "table.txt", &table)?;
-
     let mode = if args.ignore_comments { "comments ignored" } else { "comments kept" };
     let report = format!(
         "RepoQA pass@1 (%), {} tasks, {mode}, {}\n{table}results in {}\n",

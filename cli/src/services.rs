@@ -4,17 +4,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use codesweep_coordinator::report::{build_report, write_report, Scoring};
-use codesweep_coordinator::service::{serve, CoordinatorOptions, CoordinatorService};
-use codesweep_coordinator::spec::expand_home;
+use anyhow::Result;
+use codesweep_coordinator::service::CoordinatorOptions;
+use codesweep_coordinator::spec::{expand_home, SweepSpec};
 use codesweep_proto::tls::ServerTls;
-use codesweep_proto::RunState;
-use codesweep_store::{RunLayout, RunStore};
-use codesweep_worker::{run_worker, RunRef, StopMode, WorkerConfig};
+use codesweep_runner::{run_coordinator, run_worker_process, CoordinatorProcess};
+use codesweep_store::split_run_uri;
+use codesweep_worker::{RunRef, WorkerConfig};
 
-use crate::cluster::{read_token, runtime, split_run_uri, stop_on_signals, CoordinatorFlags};
-use crate::exit::{self, exit_with};
+use crate::cluster::{read_token, runtime, CoordinatorFlags};
+use crate::exit::{self, ending_to_result, exit_with};
 use crate::telemetry::{start_telemetry, telemetry_config, TelemetryFlags};
 
 /// Arguments of `codesweep coordinator`.
@@ -59,111 +58,27 @@ pub fn coordinator(args: CoordinatorArgs) -> Result<()> {
         (Some(cert), Some(key)) => Some(ServerTls::from_files(cert, key)?),
         _ => None,
     };
-    let submitted = args.submit.as_deref().map(codesweep_coordinator::spec::SweepSpec::load).transpose()?;
+    let submit = args.submit.as_deref().map(SweepSpec::load).transpose()?;
     let runtime = runtime()?;
-    let section = submitted.as_ref().and_then(|s| s.telemetry.as_ref());
+    let section = submit.as_ref().and_then(|s| s.telemetry.as_ref());
     let mut telemetry = start_telemetry(&runtime, &telemetry_config("coordinator", &args.telemetry, section), "info")?;
-    let options = CoordinatorOptions {
-        heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
-        exit_when_done: args.exit_when_done,
-        hold_ttl: Duration::from_secs_f64(args.hold_seconds.max(0.1)),
+    let process = CoordinatorProcess {
+        listen: args.listen,
+        stores: args.store,
+        token: read_token(&args.token_env),
+        tls,
+        options: CoordinatorOptions {
+            heartbeat_interval: Duration::from_secs_f64(args.heartbeat_seconds.max(0.05)),
+            exit_when_done: args.exit_when_done,
+            hold_ttl: Duration::from_secs_f64(args.hold_seconds.max(0.1)),
+        },
+        submit,
     };
-    let service = CoordinatorService::new(options);
-    let spans = service.clone();
-    let result = runtime.block_on(async move {
-        // Bound first: the address names this coordinator in the holds it takes on runs.
-        let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
-        let address = listener.local_addr().context("no local address")?;
-        service.set_listen_address(address);
-        for store in &args.store {
-            let runs = service.recover(store).await.map_err(|s| anyhow::anyhow!(s.message().to_string()))?;
-            tracing::info!(store = %store, runs = ?runs, "recovered runs from the store");
-        }
-        if let Some(spec) = &submitted {
-            let answer = match service.submit(spec, false).await {
-                Ok(answer) => answer,
-                Err(status) => {
-                    // Runs recovered above must not stay held by a coordinator that never served.
-                    service.release_holds().await;
-                    anyhow::bail!("{}", status.message());
-                }
-            };
-            tracing::info!(run = %answer.run_id, shards = answer.shards, already_done = answer.already_done, "submitted run");
-        }
-        // Signals are caught before anyone learns our address.
-        let mut stop = stop_on_signals();
-        // The first line of stdout, for scripts and tests that start us on port 0.
-        println!("listening on {}://{address}", if tls.is_some() { "https" } else { "http" });
-        let token = read_token(&args.token_env);
-        let signalled = stop.clone();
-        let watcher = service.clone();
-        let final_check = service.clone();
-        let exit_when_done = args.exit_when_done;
-        let shutdown = async move {
-            loop {
-                tokio::select! {
-                    _ = stop.changed() => return,
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                        if exit_when_done && watcher.all_finished() {
-                            // Let idle workers hear "shutdown" before the port closes.
-                            tokio::time::sleep(Duration::from_secs(2)).await;
-                            return;
-                        }
-                    }
-                }
-            }
-        };
-        serve(service, listener, token.as_deref(), tls.as_ref(), shutdown)
-            .await
-            .map_err(|e| anyhow::anyhow!("the gRPC server failed: {}", codesweep_proto::client::error_chain(&e)))?;
-        if !exit_when_done {
-            return Ok(());
-        }
-        // A batch job's exit status says how its runs ended (see `exit`), so a Job that lost
-        // shards, or was stopped early, never looks successful to Kubernetes.
-        let stopped_early = *signalled.borrow() != StopMode::Run && !final_check.all_finished();
-        batch_outcome(&final_check.run_states(), stopped_early).await
-    });
-    // Also after a signal: end the open run spans and export what is left.
-    spans.close_run_spans();
+    // A batch job's exit status says how its runs ended (see `exit`), so a Job that lost
+    // shards, or was stopped early, never looks successful to Kubernetes.
+    let ending = runtime.block_on(run_coordinator(process));
     telemetry.shutdown();
-    result
-}
-
-/// Writes the report of every ended run and turns the runs' states into the exit status of a
-/// coordinator that ran as a batch job: 0 when every shard of every run is done, else
-/// [`exit::SHARDS_FAILED`] or [`exit::STOPPED`].
-async fn batch_outcome(runs: &[(String, String, RunState)], stopped_early: bool) -> Result<()> {
-    let (mut failed, mut cancelled) = (Vec::new(), Vec::new());
-    for (run_id, url, state) in runs {
-        match state {
-            RunState::FinishedWithFailures => failed.push(run_id.as_str()),
-            RunState::Cancelled => cancelled.push(run_id.as_str()),
-            RunState::Succeeded => {}
-            _ => continue,
-        }
-        let store = RunStore::open(url).with_context(|| format!("cannot open the store {url} of run {run_id}"))?;
-        let report = build_report(&store, run_id, Scoring::Stored).await.with_context(|| format!("run {run_id}: cannot build its report"))?;
-        write_report(&store, &report).await.with_context(|| format!("run {run_id}: cannot write its report"))?;
-        // Last: workers that start later (or outlive this process) read it and exit 0.
-        let ended = serde_json::json!({ "state": state.as_str_name().trim_start_matches("RUN_STATE_").to_lowercase() });
-        let key = RunLayout::new(run_id).ended();
-        store.put(&key, ended.to_string()).await.with_context(|| format!("run {run_id}: cannot write {key}"))?;
-        tracing::info!(run = %run_id, state = ?state, report = %format!("{}/{}", store.url(), RunLayout::new(run_id).report("")), "wrote the run's report");
-    }
-    if stopped_early {
-        return Err(exit_with(exit::STOPPED, "stopped by signal before every run ended; start the coordinator again with --store to resume"));
-    }
-    if !failed.is_empty() {
-        return Err(exit_with(
-            exit::SHARDS_FAILED,
-            format!("shards failed for good in run(s) {}; each run's report lists them with their errors", failed.join(", ")),
-        ));
-    }
-    if !cancelled.is_empty() {
-        return Err(exit_with(exit::STOPPED, format!("run(s) {} were cancelled; submitting again resumes them", cancelled.join(", "))));
-    }
-    Ok(())
+    ending_to_result(ending?)
 }
 
 /// Arguments of `codesweep worker`.
@@ -237,7 +152,6 @@ pub fn default_worker_name() -> String {
     std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "worker".into())
 }
 
-
 /// Runs a worker until the coordinator says to stop or a signal arrives.
 pub fn worker(args: WorkerArgs) -> Result<()> {
     let runtime = runtime()?;
@@ -270,24 +184,8 @@ pub fn worker(args: WorkerArgs) -> Result<()> {
             run,
             wait_for: args.wait_for.map(|url| (url, Duration::from_secs_f64(args.wait_for_timeout.max(0.0)))),
         };
-        let stop = stop_on_signals();
-        let report = run_worker(config, stop.clone()).await?;
-        let signalled = *stop.borrow() != StopMode::Run;
-        let ended = report.run_ended.as_ref().map(|state| format!("the run had already ended ({state})"));
-        let how = ended.as_deref().unwrap_or(if signalled { "stopped by signal" } else { "no work left" });
-        tracing::info!(
-            reason = how,
-            shards_done = report.shards_done,
-            examples = report.examples,
-            failed_attempts = report.shards_failed,
-            "worker exiting"
-        );
-        // Non-zero so a Job replaces a worker that was stopped while work remained.
-        if signalled {
-            return Err(exit_with(exit::STOPPED, "stopped by signal before the coordinator reported the work done"));
-        }
-        Ok(())
+        run_worker_process(config).await.map_err(anyhow::Error::from)
     });
     telemetry.shutdown();
-    result
+    ending_to_result(result?)
 }

@@ -19,16 +19,31 @@ use crate::spec::{CcevalSection, RepoqaSection, SweepSpec};
 pub enum PlanError {
     /// A data file is missing or unreadable.
     #[error("{path}: {message}")]
-    Data { path: String, message: String },
+    Data {
+        /// The data file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Records of a data file are invalid.
     #[error("{count} invalid record(s) in the CrossCodeEval data:\n{listing}")]
-    Records { count: usize, listing: String },
+    Records {
+        /// How many records are invalid.
+        count: usize,
+        /// The first of them, one per line.
+        listing: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The run exists with another spec.
     #[error("run {run_id:?} already exists in {store} with a different spec; choose another `run.name`, or submit the stored spec to resume it")]
-    SpecChanged { run_id: String, store: String },
+    SpecChanged {
+        /// The run.
+        run_id: String,
+        /// The store's URL.
+        store: String,
+    },
 }
 
 /// One shard of a plan.

@@ -16,10 +16,22 @@ use serde::{Deserialize, Serialize};
 pub enum SpecError {
     /// The text could not be parsed or did not fit the schema.
     #[error("sweep spec {source_name}: {message}")]
-    Parse { source_name: String, message: String },
+    Parse {
+        /// Where the text came from.
+        source_name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A value is present but wrong.
     #[error("sweep spec {source_name}: `{key}`: {message}")]
-    Invalid { source_name: String, key: String, message: String },
+    Invalid {
+        /// Where the text came from.
+        source_name: String,
+        /// The object or input concerned.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 /// Format of a spec's text.

@@ -9,9 +9,21 @@ use crate::weights::{Linear, Name, Weights};
 #[derive(Debug, Clone)]
 pub enum Norm {
     /// `x / rms(x) * w`.
-    Rms { weight: Tensor, eps: f64 },
+    Rms {
+        /// The scale per channel.
+        weight: Tensor,
+        /// Added to the variance for stability.
+        eps: f64,
+    },
     /// `(x - mean) / std * w + b`.
-    Layer { weight: Tensor, bias: Tensor, eps: f64 },
+    Layer {
+        /// The scale per channel.
+        weight: Tensor,
+        /// The shift per channel.
+        bias: Tensor,
+        /// Added to the variance for stability.
+        eps: f64,
+    },
 }
 
 impl Norm {

@@ -104,6 +104,20 @@ pub fn validate_name(what: &'static str, name: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Splits a run URI (`runs/demo`, `file:///data/runs/demo`, `s3://bucket/runs/demo`) into the
+/// store URL and the run id: what `report`, `rescore` and a worker's `--run` take.
+pub fn split_run_uri(uri: &str) -> Result<(String, String), StoreError> {
+    let trimmed = uri.trim_end_matches('/');
+    let (store, run) = trimmed
+        .rsplit_once('/')
+        .filter(|(store, run)| !store.is_empty() && !run.is_empty() && !store.ends_with(':') && !store.ends_with(":/"))
+        .ok_or_else(|| StoreError::Url {
+            url: uri.to_string(),
+            message: "a run URI must be <store>/<run id>, e.g. runs/my-sweep or s3://bucket/runs/my-sweep".into(),
+        })?;
+    Ok((store.to_string(), run.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +138,14 @@ mod tests {
         for bad in ["", "a/b", "..", ".hidden", "a b", "é"] {
             assert!(validate_name("model", bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn run_uris_split_into_store_and_run() {
+        assert_eq!(split_run_uri("runs/demo").unwrap(), ("runs".into(), "demo".into()));
+        assert_eq!(split_run_uri("s3://b/runs/demo/").unwrap(), ("s3://b/runs".into(), "demo".into()));
+        assert_eq!(split_run_uri("file:///data/demo").unwrap(), ("file:///data".into(), "demo".into()));
+        assert!(split_run_uri("demo").unwrap_err().to_string().contains("<store>/<run id>"));
+        assert!(split_run_uri("s3://demo").is_err());
     }
 }

@@ -14,5 +14,5 @@ pub mod records;
 mod store;
 
 pub use error::StoreError;
-pub use layout::{shard_id, validate_name, RunLayout};
+pub use layout::{shard_id, split_run_uri, validate_name, RunLayout};
 pub use store::{ReplaceOutcome, RunStore, WriteOutcome};

@@ -6,20 +6,26 @@
 //! the shard's result object once. On shutdown it finishes the shard in hand, or releases it
 //! when told to stop at once.
 
+mod annotate;
 mod backend;
 mod cceval;
 pub mod context_tokenizer;
+mod dense;
 mod error;
 mod lease_loop;
+mod model_filter;
 pub mod reach;
 mod repoqa;
 mod shard_control;
 mod shard_trace;
 
+pub use annotate::ModelAnnotator;
 pub use backend::load_model;
 pub use cceval::{cceval_request, run_cceval_shard};
+pub use dense::DenseEmbedder;
 pub use error::WorkerError;
 pub use repoqa::run_repoqa_shard;
 pub use lease_loop::{run_worker, StopMode, WorkerConfig, WorkerReport};
+pub use model_filter::solved_by_model;
 pub use shard_control::ShardControl;
 pub use reach::RunRef;

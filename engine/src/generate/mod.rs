@@ -117,6 +117,19 @@ pub struct Completion {
     pub elapsed: Duration,
 }
 
+impl Completion {
+    /// The completion as one line of `codesweep generate`'s output: id, sample, text, token
+    /// counts, stop reason, mean log-probability and milliseconds.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id, "sample": self.sample, "completion": self.text,
+            "prompt_tokens": self.prompt_tokens, "generated_tokens": self.generated_tokens,
+            "stop_reason": self.stop_reason.as_str(), "mean_logprob": self.mean_logprob,
+            "elapsed_ms": self.elapsed.as_secs_f64() * 1000.0,
+        })
+    }
+}
+
 /// What a `generate` call did, for progress and benchmarks.
 #[derive(Debug, Clone, Default)]
 pub struct GenerateStats {

@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use super::TILE;
+use super::{gguf_blocks_per_row, TILE};
 
 /// Values per super-block.
 pub const SUPER_BLOCK: usize = 256;
@@ -133,14 +133,7 @@ pub struct KQuantWeights {
 impl KQuantWeights {
     /// Repacks GGUF super-blocks (`rows · cols / 256`, in row order). Errors say what does not fit.
     pub fn from_gguf(format: KQuantFormat, rows: usize, cols: usize, raw: &[u8]) -> Result<Self, String> {
-        if !cols.is_multiple_of(SUPER_BLOCK) {
-            return Err(format!("{cols} columns is not a whole number of {SUPER_BLOCK}-value super-blocks"));
-        }
-        let blocks = cols / SUPER_BLOCK;
-        let expected = rows * blocks * format.gguf_block_bytes();
-        if raw.len() != expected {
-            return Err(format!("{} bytes of {format:?} data, expected {expected} for ({rows}, {cols})", raw.len()));
-        }
+        let blocks = gguf_blocks_per_row(&format!("{format:?}"), rows, cols, SUPER_BLOCK, format.gguf_block_bytes(), raw)?;
         let tiles = rows.div_ceil(TILE);
         let (subs, tbb) = (format.sub_blocks(), format.tile_block_bytes());
         let q4k = format == KQuantFormat::Q4K;

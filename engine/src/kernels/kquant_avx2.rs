@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
-use super::TILE;
+use super::{for_each_micro_tile, TILE};
 
 /// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`; `cols.start` is a multiple of
 /// [`TILE`].
@@ -18,18 +18,15 @@ use super::TILE;
 /// AVX2 and FMA must be present; `out` valid for those writes; ranges within the operands.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn tile(w: &KQuantWeights, x: &Q8KRows, rows: Range<usize>, cols: Range<usize>, out: *mut f32, ld: usize) {
-    for t in cols.start / TILE..cols.end.div_ceil(TILE) {
-        let width = (cols.end - t * TILE).min(TILE);
-        for i in rows.clone() {
-            // SAFETY: row i and tile t are within the operands.
-            unsafe {
-                match w.format() {
-                    KQuantFormat::Q4K => row_times_tile::<false>(w, x, i, t, out, ld, width),
-                    KQuantFormat::Q6K => row_times_tile::<true>(w, x, i, t, out, ld, width),
-                }
+    for_each_micro_tile(rows, cols, 1, |i, _, t, width| {
+        // SAFETY: row i and tile t are within the operands.
+        unsafe {
+            match w.format() {
+                KQuantFormat::Q4K => row_times_tile::<false>(w, x, i, t, out, ld, width),
+                KQuantFormat::Q6K => row_times_tile::<true>(w, x, i, t, out, ld, width),
             }
         }
-    }
+    });
 }
 
 /// `acc + Σ` over each lane's four byte products, unsigned `w` × signed `a` (what `vpdpbusd`

@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
-use super::TILE;
+use super::{for_each_micro_tile, TILE};
 
 /// Activation rows per micro-tile.
 const MR: usize = 2;
@@ -21,23 +21,17 @@ const MR: usize = 2;
 /// AVX-512 F/BW/VNNI must be present; `out` valid for those writes; ranges within the operands.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn tile(w: &KQuantWeights, x: &Q8KRows, rows: Range<usize>, cols: Range<usize>, out: *mut f32, ld: usize) {
-    for t in cols.start / TILE..cols.end.div_ceil(TILE) {
-        let width = (cols.end - t * TILE).min(TILE);
-        let mut i = rows.start;
-        while i < rows.end {
-            let mr = (rows.end - i).min(MR);
-            // SAFETY: rows i..i + mr and tile t are within the operands.
-            unsafe {
-                match (w.format(), mr) {
-                    (KQuantFormat::Q4K, 2) => micro::<false, 2>(w, x, i, t, out, ld, width),
-                    (KQuantFormat::Q4K, _) => micro::<false, 1>(w, x, i, t, out, ld, width),
-                    (KQuantFormat::Q6K, 2) => micro::<true, 2>(w, x, i, t, out, ld, width),
-                    (KQuantFormat::Q6K, _) => micro::<true, 1>(w, x, i, t, out, ld, width),
-                }
+    for_each_micro_tile(rows, cols, MR, |i, run, t, width| {
+        // SAFETY: rows i..i + run and tile t are within the operands.
+        unsafe {
+            match (w.format(), run) {
+                (KQuantFormat::Q4K, 2) => micro::<false, 2>(w, x, i, t, out, ld, width),
+                (KQuantFormat::Q4K, _) => micro::<false, 1>(w, x, i, t, out, ld, width),
+                (KQuantFormat::Q6K, 2) => micro::<true, 2>(w, x, i, t, out, ld, width),
+                (KQuantFormat::Q6K, _) => micro::<true, 1>(w, x, i, t, out, ld, width),
             }
-            i += mr;
         }
-    }
+    });
 }
 
 /// Four activation bytes broadcast to every lane.

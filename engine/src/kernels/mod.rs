@@ -10,22 +10,26 @@
 //! sequence's result depends neither on what else is in the batch nor on the CPU. Without AVX2,
 //! FMA and F16C the caller keeps candle's kernels.
 
+// Files are named `<format>.rs` (layout and quantization), `<format>_<isa>.rs` (its kernels) and
+// `<format>_tests.rs`; `block` is Q8_0/Q5_0 (32-value blocks), `kquant` is Q4_K/Q6_K.
 mod activations;
 pub mod attention;
+mod block;
 #[cfg(target_arch = "x86_64")]
-mod avx2;
+mod block_avx2;
 #[cfg(target_arch = "x86_64")]
-mod avx512;
+mod block_avx512;
 mod kquant;
 #[cfg(target_arch = "x86_64")]
 mod kquant_avx2;
 #[cfg(target_arch = "x86_64")]
 mod kquant_avx512;
-mod weights;
 
 pub use activations::QuantizedRows;
+pub use block::{BlockFormat, PackedWeights};
 pub use kquant::{KQuantFormat, KQuantWeights, Q8KRows};
-pub use weights::{BlockFormat, PackedWeights};
+
+use std::ops::Range;
 
 /// Values per quantization block (Q8_0, Q5_0).
 pub const BLOCK: usize = 32;
@@ -91,9 +95,9 @@ pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
     schedule(x.rows(), w.rows(), TILE, out, |rows, cols, out, ld| match isa {
         // SAFETY: `schedule` hands out disjoint rectangles within `out`; the ISA was detected.
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni => unsafe { avx512::tile(w, x, rows, cols, out, ld) },
+        Isa::Avx512Vnni => unsafe { block_avx512::tile(w, x, rows, cols, out, ld) },
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { avx2::tile(w, x, rows, cols, out, ld) },
+        Isa::Avx2 => unsafe { block_avx2::tile(w, x, rows, cols, out, ld) },
         #[cfg(not(target_arch = "x86_64"))]
         _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
     });
@@ -157,7 +161,39 @@ impl SharedOut {
     }
 }
 
+/// Checks that `raw` is GGUF data of a (`rows`, `cols`) matrix in blocks of `block_values`
+/// values taking `block_bytes` bytes each (`what` names the format in errors); returns the
+/// blocks per row.
+fn gguf_blocks_per_row(what: &str, rows: usize, cols: usize, block_values: usize, block_bytes: usize, raw: &[u8]) -> Result<usize, String> {
+    if !cols.is_multiple_of(block_values) {
+        return Err(format!("{cols} columns is not a whole number of {block_values}-value blocks"));
+    }
+    let blocks = cols / block_values;
+    let expected = rows * blocks * block_bytes;
+    if raw.len() != expected {
+        return Err(format!("{} bytes of {what} data, expected {expected} for ({rows}, {cols})", raw.len()));
+    }
+    Ok(blocks)
+}
+
+/// The tile driver every kernel shares: for each weight tile `t` (of [`TILE`] rows) that meets
+/// `cols`, and each run of up to `mr` activation rows from `i` within `rows`, calls
+/// `micro(i, rows_in_run, t, width)`, `width` being the tile's columns inside `cols`. Inlined
+/// into each kernel's `#[target_feature]` function, so the micro-kernels inline too.
+#[inline(always)]
+fn for_each_micro_tile(rows: Range<usize>, cols: Range<usize>, mr: usize, mut micro: impl FnMut(usize, usize, usize, usize)) {
+    for t in cols.start / TILE..cols.end.div_ceil(TILE) {
+        let width = (cols.end - t * TILE).min(TILE);
+        let mut i = rows.start;
+        while i < rows.end {
+            let run = (rows.end - i).min(mr);
+            micro(i, run, t, width);
+            i += run;
+        }
+    }
+}
+
 #[cfg(test)]
-mod tests;
+mod block_tests;
 #[cfg(test)]
 mod kquant_tests;

@@ -3,6 +3,7 @@
 
 pub mod edit_sim;
 pub mod identifiers;
+pub mod outputs;
 pub mod postprocess;
 pub mod prompt;
 pub mod score;

@@ -7,6 +7,7 @@ pub mod bleu;
 pub mod code;
 pub mod context;
 pub mod grammars;
+pub mod outputs;
 pub mod score;
 pub mod shard;
 

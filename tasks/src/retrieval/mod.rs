@@ -121,3 +121,25 @@ impl Options {
         format!("line_completion_{suffix}_{ranker}_{}.jsonl", self.ranking.name())
     }
 }
+
+/// The ranker's name in output file names, from the embedder's name: `unixcoder` for any
+/// UniXcoder (the official run's name), else the name in lower case with every character but
+/// letters, digits, `-` and `.` made `-`.
+pub fn ranker_name(embedder: &str) -> String {
+    let lower = embedder.to_lowercase();
+    if lower.contains("unixcoder") {
+        return "unixcoder".into();
+    }
+    lower.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranker_names_are_safe_in_file_names() {
+        assert_eq!(ranker_name("microsoft/UniXcoder-base"), "unixcoder");
+        assert_eq!(ranker_name("all-MiniLM-L6 v2.0"), "all-minilm-l6-v2.0");
+    }
+}

@@ -10,9 +10,13 @@ use serde_json::json;
 
 use super::{code_corpus, Rng};
 
+/// Hidden width of the tiny encoders.
 pub const E_HIDDEN: usize = 32;
+/// Attention heads of the tiny encoders.
 pub const E_HEADS: usize = 4;
+/// Feed-forward width of the tiny encoders.
 pub const E_INTER: usize = 64;
+/// Layers of the tiny encoders.
 pub const E_LAYERS: usize = 2;
 /// Usable positions of both tiny encoders (RoBERTa's table has `padding_idx + 1` more rows).
 pub const E_POSITIONS: usize = 64;

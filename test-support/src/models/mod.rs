@@ -12,11 +12,17 @@ use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use serde_json::{json, Value as Json};
 
+/// Hidden width of the tiny decoders.
 pub const HIDDEN: usize = 64;
+/// Query heads of the tiny decoders.
 pub const HEADS: usize = 4;
+/// Width of one attention head.
 pub const HEAD_DIM: usize = 16;
+/// Feed-forward width of the tiny decoders.
 pub const INTER: usize = 128;
+/// Layers of the tiny decoders.
 pub const LAYERS: usize = 2;
+/// Context length of the tiny decoders.
 pub const MAX_POS: usize = 512;
 
 /// Real code for tokenizer training and test prompts: a frozen snapshot of 43 of this
@@ -53,6 +59,7 @@ pub fn code_prompts() -> Vec<String> {
         .collect()
 }
 
+/// The special tokens of the tiny tokenizers (Qwen2.5-Coder's names).
 pub const SPECIALS: &[&str] =
     &["<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|im_start|>", "<|im_end|>"];
 
@@ -136,6 +143,7 @@ pub fn gguf_tokenizer_metadata(json_text: &str, pre: &str) -> Vec<(String, gguf_
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with `seed` (same seed, same tensors).
     pub fn new(seed: u64) -> Self {
         Self(seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407))
     }
@@ -143,6 +151,7 @@ impl Rng {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
     }
+    /// A tensor of `shape` with values uniform in `offset ± scale`.
     pub fn tensor(&mut self, shape: &[usize], scale: f32, offset: f32) -> Tensor {
         let n: usize = shape.iter().product();
         let data: Vec<f32> = (0..n).map(|_| offset + scale * self.next()).collect();
@@ -153,12 +162,17 @@ impl Rng {
 /// The architectures under test, with their GGUF and config.json names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arch {
+    /// Qwen2 (Qwen2.5-Coder): RMSNorm, SwiGLU, biased QKV.
     Qwen2,
+    /// Llama: RMSNorm, SwiGLU, no biases.
     Llama,
+    /// StarCoder2: LayerNorm with biases, GELU MLP.
     Starcoder2,
+    /// GPT-BigCode (StarCoder 1): multi-query attention, learned positions.
     GptBigcode,
 }
 
+/// Every architecture under test.
 pub const ALL_ARCHS: [Arch; 4] = [Arch::Qwen2, Arch::Llama, Arch::Starcoder2, Arch::GptBigcode];
 
 impl Arch {

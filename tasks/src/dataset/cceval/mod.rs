@@ -11,6 +11,7 @@
 mod csharp;
 mod java;
 mod python;
+mod summary;
 pub mod reference;
 mod typescript;
 pub mod uses;

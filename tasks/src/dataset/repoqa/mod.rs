@@ -163,6 +163,38 @@ pub fn curate(root: &Path, options: &CurateOptions, grammars: &RepoqaGrammars) -
 }
 
 impl CuratedRepo {
+    /// What was built, for people: one line of counts (with `grammars`, the grammars'
+    /// description), then one line per needle with where it is and where its description came from.
+    pub fn summary(&self, grammars: &str) -> String {
+        let functions: usize = self.functions.iter().map(|(_, f)| f.len()).sum();
+        let edges: usize = self.dependency.iter().map(|(_, d)| d.len()).sum();
+        let chars: usize = self.files.iter().map(|f| f.text.chars().count()).sum();
+        let o = &self.options;
+        let mut text = format!(
+            "{} {} (entry `{}`): {} files, {chars} characters, {edges} import edges, {functions} functions, {} candidates, {} needles [{grammars}]\n",
+            o.language,
+            o.name,
+            o.entry,
+            self.files.len(),
+            self.candidates,
+            self.needles.len(),
+        );
+        for (i, n) in self.needles.iter().enumerate() {
+            let f = &n.function;
+            text.push_str(&format!(
+                "  {i}. {} {}:{}-{} ({} bytes, global byte {}) description: {}\n",
+                f.name,
+                n.path,
+                f.start_line + 1,
+                f.end_line,
+                f.end_byte - f.start_byte,
+                f.global_start_byte,
+                n.source
+            ));
+        }
+        text
+    }
+
     /// The annotation prompt of every needle, in needle order, showing `prefix_lines` lines
     /// before the needle ([`describe::CODE_PREFIX_LINES`] in the script).
     pub fn annotation_prompts(&self, prefix_lines: usize) -> Vec<String> {

@@ -7,7 +7,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{BlockFormat, PackedWeights, QuantizedRows, BLOCK, TILE};
+use super::{for_each_micro_tile, BlockFormat, PackedWeights, QuantizedRows, BLOCK, TILE};
 
 /// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`; `cols.start` is a multiple of
 /// [`TILE`].
@@ -16,18 +16,15 @@ use super::{BlockFormat, PackedWeights, QuantizedRows, BLOCK, TILE};
 /// AVX2, FMA and F16C must be present; `out` valid for those writes; ranges within the operands.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn tile(w: &PackedWeights, x: &QuantizedRows, rows: Range<usize>, cols: Range<usize>, out: *mut f32, ld: usize) {
-    for t in cols.start / TILE..cols.end.div_ceil(TILE) {
-        let width = (cols.end - t * TILE).min(TILE);
-        for i in rows.clone() {
-            // SAFETY: row i and tile t are within the operands.
-            unsafe {
-                match w.format() {
-                    BlockFormat::Q8 => row_times_tile::<false>(w, x, i, t, out, ld, width),
-                    BlockFormat::Q5 => row_times_tile::<true>(w, x, i, t, out, ld, width),
-                }
+    for_each_micro_tile(rows, cols, 1, |i, _, t, width| {
+        // SAFETY: row i and tile t are within the operands.
+        unsafe {
+            match w.format() {
+                BlockFormat::Q8 => row_times_tile::<false>(w, x, i, t, out, ld, width),
+                BlockFormat::Q5 => row_times_tile::<true>(w, x, i, t, out, ld, width),
             }
         }
-    }
+    });
 }
 
 /// Half `half` (rows 8·half..) of group `g` of a tile's block as 32 unsigned bytes.

@@ -2,7 +2,7 @@
 //! consecutive values, the 16 rows' four values side by side (64 bytes), so one `vpdpbusd` with
 //! four broadcast activations gives 16 outputs and no horizontal sums are needed.
 
-use super::{BLOCK, TILE};
+use super::{gguf_blocks_per_row, BLOCK, TILE};
 
 /// How a block's 32 integers are stored. Each is kept as an unsigned byte `q = value + offset`,
 /// which `vpdpbusd` multiplies directly; the kernels subtract `offset · Σ activation` per block.
@@ -59,14 +59,7 @@ impl PackedWeights {
     /// Repacks GGUF block data (`rows · cols / 32` blocks of an f16 scale and the integers, in
     /// row order). Errors say what does not fit.
     pub fn from_gguf(format: BlockFormat, rows: usize, cols: usize, raw: &[u8]) -> Result<Self, String> {
-        if !cols.is_multiple_of(BLOCK) {
-            return Err(format!("{cols} columns is not a whole number of {BLOCK}-value blocks"));
-        }
-        let blocks = cols / BLOCK;
-        let expected = rows * blocks * format.gguf_block_bytes();
-        if raw.len() != expected {
-            return Err(format!("{} bytes of {format:?} data, expected {expected} for ({rows}, {cols})", raw.len()));
-        }
+        let blocks = gguf_blocks_per_row(&format!("{format:?}"), rows, cols, BLOCK, format.gguf_block_bytes(), raw)?;
         let tiles = rows.div_ceil(TILE);
         let tbb = format.tile_block_bytes();
         let zero = format.offset() as u8;

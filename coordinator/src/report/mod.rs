@@ -22,13 +22,30 @@ pub enum ReportError {
     Store(#[from] StoreError),
     /// The run has no plan.
     #[error("no run {run_id:?} in {store} (no plan.json); check the run id and the store URL")]
-    NoRun { run_id: String, store: String },
+    NoRun {
+        /// The run.
+        run_id: String,
+        /// The store's URL.
+        store: String,
+    },
     /// A stored record is invalid.
     #[error("{key}: {message}")]
-    Record { key: String, message: String },
+    Record {
+        /// The object or input concerned.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Runs asked to share a report did not measure the same thing.
     #[error("runs {first} and {other} cannot share a report: {message}")]
-    NotComparable { first: String, other: String, message: String },
+    NotComparable {
+        /// The first run.
+        first: String,
+        /// The run that differs.
+        other: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl From<PlanError> for ReportError {
@@ -366,16 +383,26 @@ pub use merge::build_merged_report;
 pub use plot::scaling_svg;
 pub use repoqa::RepoqaRow;
 
-/// Builds the report and writes it under `<run>/report/` in the store: `report.md`,
-/// `cceval.csv`, `report.json`, `scaling.svg` and the official-format exports.
+impl Report {
+    /// Every report file as (path under the report folder, contents): `report.md`,
+    /// `cceval.csv`, `report.json`, `scaling.svg` and the official-format exports.
+    pub fn files(&self) -> Result<Vec<(String, String)>, ReportError> {
+        let json = serde_json::to_string_pretty(&self.json()).map_err(|e| record_error("report.json", e.to_string()))?;
+        let mut files = vec![
+            ("report.md".to_string(), self.markdown()),
+            ("cceval.csv".to_string(), self.csv()),
+            ("report.json".to_string(), json),
+            ("scaling.svg".to_string(), scaling_svg(self)),
+        ];
+        files.extend(self.exports());
+        Ok(files)
+    }
+}
+
+/// Writes the report's [`Report::files`] under `<run>/report/` in the store.
 pub async fn write_report(store: &RunStore, report: &Report) -> Result<(), ReportError> {
     let layout = RunLayout::new(&report.run_id);
-    store.put(&layout.report("report.md"), report.markdown()).await?;
-    store.put(&layout.report("cceval.csv"), report.csv()).await?;
-    let json = serde_json::to_string_pretty(&report.json()).map_err(|e| record_error("report.json", e.to_string()))?;
-    store.put(&layout.report("report.json"), json).await?;
-    store.put(&layout.report("scaling.svg"), scaling_svg(report)).await?;
-    for (path, body) in report.exports() {
+    for (path, body) in report.files()? {
         store.put(&layout.report(&path), body).await?;
     }
     Ok(())
