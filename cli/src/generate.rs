@@ -113,17 +113,6 @@ pub fn run(args: Args) -> Result<()> {
     bar.finish_and_clear();
     let out: String = generation.completions.iter().map(|c| c.to_json().to_string() + "\n").collect();
     write_file(&args.out, &out)?;
-    let s = &generation.stats;
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "{} completions, {} prompt tokens, {} generated tokens in {:.1}s (prefill {:.0} tok/s, decode {:.1} tok/s); wrote {}",
-        generation.completions.len(),
-        s.prompt_tokens,
-        tokens,
-        secs,
-        s.prompt_tokens as f64 / s.prefill_time.as_secs_f64().max(1e-9),
-        tokens as f64 / s.decode_time.as_secs_f64().max(1e-9),
-        args.out.display()
-    );
+    eprintln!("{}; wrote {}", generation.summary(started.elapsed()), args.out.display());
     Ok(())
 }

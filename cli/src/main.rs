@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("{}", telemetry::final_error_line(&error));
+            eprintln!("{}", codesweep_telemetry::final_error_line(&format!("{error:#}")));
             ExitCode::from(exit::code_of(&error))
         }
     }

@@ -10,8 +10,8 @@ use codesweep_fetch::punkt::english_tables_dir;
 use codesweep_tasks::cceval::Language;
 use codesweep_tasks::input::parse_jsonl;
 use codesweep_tasks::retrieval::punkt::{Punkt, PunktParams};
-use codesweep_tasks::retrieval::run::render_jsonl;
-use codesweep_tasks::retrieval::{retrieve, ExampleRecord, Options, QueryType, RankingFn, Status, Tokenizer};
+use codesweep_tasks::retrieval::run::{render_jsonl, status_line};
+use codesweep_tasks::retrieval::{retrieve, ExampleRecord, Options, QueryType, RankingFn, Tokenizer};
 
 use crate::dense::EmbedderArgs;
 use crate::files::{choice, handle_invalid, read_input, thread_pool, write_file};
@@ -165,15 +165,7 @@ pub fn run(args: Args) -> Result<()> {
     let target = if is_file { args.out.clone() } else { args.out.join(&official) };
     write_file(&target, &render_jsonl(&records, &results, args.language))?;
 
-    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
-    eprintln!(
-        "{} examples: {} with context, {} project_not_found, {} file_not_found_in_project, {} no_crossfile_context",
-        results.len(),
-        count(Status::Ok),
-        count(Status::ProjectNotFound),
-        count(Status::FileNotFoundInProject),
-        count(Status::NoCrossfileContext)
-    );
+    eprintln!("{}", status_line(&results));
     eprintln!(
         "retrieved in {:.3} s ({:.1} examples/s, {} threads); {:.3} s in all; wrote {}",
         elapsed.as_secs_f64(),

@@ -41,30 +41,10 @@ pub fn telemetry_config(role: &str, flags: &TelemetryFlags, section: Option<&Tel
     config
 }
 
-/// Set once a command chose JSON logs, so its final error line is JSON too.
-static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The line a failed command ends with on stderr: `error: …`, or a JSON log object when the
-/// command writes JSON logs (a collector then reads every line of stderr).
-pub fn final_error_line(error: &anyhow::Error) -> String {
-    let message = format!("{error:#}");
-    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
-        serde_json::json!({"level": "ERROR", "target": "codesweep", "fields": {"message": message}}).to_string()
-    } else {
-        format!("error: {message}")
-    }
-}
-
-/// Starts the logs (`RUST_LOG`, default `default_level`) and, when configured, the exporters,
-/// inside `runtime`. Call [`Telemetry::shutdown`] outside `block_on` when the command ends.
+/// Starts logs and telemetry inside `runtime` (the OTLP channel lives there).
 pub fn start_telemetry(runtime: &tokio::runtime::Runtime, config: &TelemetryConfig, default_level: &str) -> Result<Telemetry> {
-    JSON_LOGS.store(config.log_format == LogFormat::Json, std::sync::atomic::Ordering::Relaxed);
     let _in_runtime = runtime.enter();
-    let telemetry = codesweep_telemetry::init(config, default_level).context("cannot start telemetry")?;
-    if let (true, Some(endpoint)) = (telemetry.is_on(), &config.endpoint) {
-        tracing::info!(%endpoint, service = %config.service_name, "exporting spans and metrics over OTLP/gRPC");
-    }
-    Ok(telemetry)
+    codesweep_telemetry::init(config, default_level).context("cannot start telemetry")
 }
 
 #[cfg(test)]

@@ -137,11 +137,25 @@ impl Drop for Telemetry {
     }
 }
 
+/// Whether [`init`] chose JSON logs, so the last error line matches them.
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The line a command ends with on failure: `error: …`, or with JSON logs a JSON log record,
+/// so a log collector parses every line of the process.
+pub fn final_error_line(message: &str) -> String {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        serde_json::json!({"level": "ERROR", "target": "codesweep", "fields": {"message": message}}).to_string()
+    } else {
+        format!("error: {message}")
+    }
+}
+
 /// Installs the process's `tracing` subscriber: logs on stderr filtered by `RUST_LOG` (default
 /// `default_level`) and, when `config.endpoint` is set (and `OTEL_SDK_DISABLED` is not `true`),
 /// OTLP/gRPC export of codesweep's spans at INFO and above plus the global meter provider.
 /// With an endpoint it must run inside a Tokio runtime (the gRPC channel lives there).
 pub fn init(config: &TelemetryConfig, default_level: &str) -> Result<Telemetry, TelemetryError> {
+    JSON_LOGS.store(config.log_format == LogFormat::Json, std::sync::atomic::Ordering::Relaxed);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     use std::io::IsTerminal;
@@ -189,5 +203,6 @@ pub fn init(config: &TelemetryConfig, default_level: &str) -> Result<Telemetry, 
     let ours = tracing_subscriber::filter::Targets::new().with_target("codesweep", tracing::Level::INFO);
     let spans = tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("codesweep")).with_filter(ours);
     let _ = tracing_subscriber::registry().with(logs).with(spans).try_init();
+    tracing::info!(%endpoint, service = %config.service_name, "exporting spans and metrics over OTLP/gRPC");
     Ok(Telemetry { tracer: Some(tracer_provider), meter: Some(meter_provider) })
 }

@@ -18,4 +18,4 @@ pub use instruments::{instruments, Instruments};
 pub use opentelemetry::KeyValue;
 
 #[cfg(feature = "export")]
-pub use export::{colour_logs, init, LogFormat, Telemetry, TelemetryConfig, TelemetryError};
+pub use export::{colour_logs, final_error_line, init, LogFormat, Telemetry, TelemetryConfig, TelemetryError};

@@ -156,6 +156,23 @@ pub struct Generation {
     pub stats: GenerateStats,
 }
 
+impl Generation {
+    /// One line for people: completions, prompt and generated tokens, `wall` seconds, and the
+    /// prefill and decode rates.
+    pub fn summary(&self, wall: Duration) -> String {
+        let s = &self.stats;
+        let generated: usize = self.completions.iter().map(|c| c.generated_tokens).sum();
+        format!(
+            "{} completions, {} prompt tokens, {generated} generated tokens in {:.1}s (prefill {:.0} tok/s, decode {:.1} tok/s)",
+            self.completions.len(),
+            s.prompt_tokens,
+            wall.as_secs_f64(),
+            s.prompt_tokens as f64 / s.prefill_time.as_secs_f64().max(1e-9),
+            generated as f64 / s.decode_time.as_secs_f64().max(1e-9),
+        )
+    }
+}
+
 /// Limits of the batching loop.
 #[derive(Debug, Clone, Copy)]
 pub struct GenerateOptions {

@@ -46,6 +46,20 @@ impl ExampleRecord {
     }
 }
 
+/// The builder's status counters as one line: how many examples got context, and why the
+/// others did not.
+pub fn status_line(results: &[Retrieval]) -> String {
+    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+    format!(
+        "{} examples: {} with context, {} project_not_found, {} file_not_found_in_project, {} no_crossfile_context",
+        results.len(),
+        count(Status::Ok),
+        count(Status::ProjectNotFound),
+        count(Status::FileNotFoundInProject),
+        count(Status::NoCrossfileContext)
+    )
+}
+
 /// Why an example has no ranked context (the builder's status counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
