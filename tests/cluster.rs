@@ -33,21 +33,14 @@ parameters = 2e6
 [generation]
 max_new_tokens = 8
 batch_size = 3
-model_max_tokens = 400
-crossfile_max_tokens = 120
-buffer = 16
+{budgets}
 
 [cceval]
 data_dir = "{data}"
 
-[repoqa]
-dataset = "{repoqa}"
-code_context_size = 64
-max_new_tokens = 8
-# The tiny models' own tokenizer: the official CodeLlama one is fetched from the hub.
-context_tokenizer = "model"
-"#,
-        repoqa = data.parent().unwrap().join("repoqa.json").display(),
+{repoqa_section}"#,
+        repoqa_section = tiny_repoqa_section(&data.parent().unwrap().join("repoqa.json")),
+        budgets = TINY_BUDGETS,
         store = store.display(),
         a = models.0.display(),
         b = models.1.display(),

@@ -41,25 +41,18 @@ tokenizer = "tokenizer.json"
 
 [generation]
 max_new_tokens = 8
-model_max_tokens = 400
-crossfile_max_tokens = 120
-buffer = 16
+{budgets}
 
 [cceval]
 data_dir = "{data}"
 languages = ["python"]
 
-[repoqa]
-dataset = "{repoqa}"
-code_context_size = 64
-max_new_tokens = 8
-# The tiny models' own tokenizer: the official CodeLlama one is fetched from the hub.
-context_tokenizer = "model"
-"#,
+{repoqa_section}"#,
         store = store.display(),
         model = model.display(),
         data = data.display(),
-        repoqa = repoqa.display()
+        budgets = TINY_BUDGETS,
+        repoqa_section = tiny_repoqa_section(&repoqa),
     );
     let spec_file = dir.path().join("endpoint.toml");
     std::fs::write(&spec_file, spec).unwrap();

@@ -25,9 +25,7 @@ path = "{path}"
 [generation]
 max_new_tokens = {max_new_tokens}
 batch_size = 2
-model_max_tokens = 400
-crossfile_max_tokens = 120
-buffer = 16
+{budgets}
 
 [cceval]
 data_dir = "{data}"
@@ -35,6 +33,7 @@ settings = ["in_file"]
 limit = 5
 "#,
         store = store.display(),
+        budgets = TINY_BUDGETS,
         name = model.0,
         path = model.1.display(),
         data = data.display()

@@ -30,14 +30,13 @@ parameters = 1e6
 [generation]
 max_new_tokens = 16
 batch_size = 2
-model_max_tokens = 400
-crossfile_max_tokens = 120
-buffer = 16
+{budgets}
 
 [cceval]
 data_dir = "{data}"
 "#,
         store = store.display(),
+        budgets = TINY_BUDGETS,
         model = model.display(),
         data = data.display()
     );

@@ -34,10 +34,11 @@ fn write_certificates(dir: &Path) {
 fn write_spec(dir: &Path, store: &Path, data: &Path, model: &Path) -> std::path::PathBuf {
     let spec = format!(
         "[run]\nname = \"tls\"\nstore = \"{}\"\nshard_size = 5\n\n[[models]]\nname = \"tiny\"\npath = \"{}\"\n\n\
-         [generation]\nmax_new_tokens = 8\nmodel_max_tokens = 400\ncrossfile_max_tokens = 120\nbuffer = 16\n\n\
+         [generation]\nmax_new_tokens = 8\n{}\n\n\
          [cceval]\ndata_dir = \"{}\"\nlanguages = [\"python\"]\nsettings = [\"in_file\"]\n",
         store.display(),
         model.display(),
+        TINY_BUDGETS,
         data.display()
     );
     let path = dir.join("tls.toml");

@@ -37,12 +37,10 @@ pub struct CoordinatorProcess {
 /// As a batch job, the ending says whether every shard of every run is done.
 pub async fn run_coordinator(process: CoordinatorProcess) -> Result<Ending, RunnerError> {
     let exit_when_done = process.options.exit_when_done;
-    let service = CoordinatorService::new(process.options);
-    let spans = service.clone();
-    let served = Served { listen: process.listen, stores: process.stores, token: process.token, tls: process.tls, submit: process.submit };
-    let ending = serve_until_done(served, exit_when_done, service.clone()).await;
+    let service = CoordinatorService::new(process.options.clone());
+    let ending = serve_until_done(process, service.clone()).await;
     // Also after a signal or an error: end the open run spans so telemetry exports them.
-    spans.close_run_spans();
+    service.close_run_spans();
     let stopped_early = ending?;
     if !exit_when_done {
         return Ok(Ending::Succeeded);
@@ -50,18 +48,9 @@ pub async fn run_coordinator(process: CoordinatorProcess) -> Result<Ending, Runn
     batch_ending(&service.run_states(), stopped_early && !service.all_finished()).await
 }
 
-/// A [`CoordinatorProcess`] less its options, which the service took.
-struct Served {
-    listen: SocketAddr,
-    stores: Vec<String>,
-    token: Option<String>,
-    tls: Option<ServerTls>,
-    submit: Option<SweepSpec>,
-}
-
 /// Serves; returns whether a signal ended the serving.
-async fn serve_until_done(served: Served, exit_when_done: bool, service: CoordinatorService) -> Result<bool, RunnerError> {
-    let Served { listen, stores, token, tls, submit } = served;
+async fn serve_until_done(process: CoordinatorProcess, service: CoordinatorService) -> Result<bool, RunnerError> {
+    let CoordinatorProcess { listen, stores, token, tls, options, submit } = process;
     // Bound first: the address names this coordinator in the holds it takes on runs.
     let listen_error = |source| RunnerError::Listen { address: listen.to_string(), source };
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(listen_error)?;
@@ -92,7 +81,7 @@ async fn serve_until_done(served: Served, exit_when_done: bool, service: Coordin
             tokio::select! {
                 _ = stop.changed() => return,
                 _ = tokio::time::sleep(Duration::from_millis(500)) => {
-                    if exit_when_done && watcher.all_finished() {
+                    if options.exit_when_done && watcher.all_finished() {
                         // Let idle workers hear "shutdown" before the port closes.
                         tokio::time::sleep(Duration::from_secs(2)).await;
                         return;

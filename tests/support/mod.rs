@@ -14,6 +14,14 @@ use serde_json::Value;
 
 pub const TOKEN: &str = "cluster-test-token";
 pub const EXAMPLES_PER_LANGUAGE: usize = 10;
+/// The `[generation]` token budgets that fit the tiny models' 512 positions.
+pub const TINY_BUDGETS: &str = "model_max_tokens = 400\ncrossfile_max_tokens = 120\nbuffer = 16";
+
+/// A `[repoqa]` section over `dataset` sized for the tiny models, whose contexts are counted in
+/// their own tokens (the official Code Llama tokenizer is not needed).
+pub fn tiny_repoqa_section(dataset: &Path) -> String {
+    format!("[repoqa]\ndataset = \"{}\"\ncode_context_size = 64\nmax_new_tokens = 8\ncontext_tokenizer = \"model\"\n", dataset.display())
+}
 
 pub fn codesweep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_codesweep"))

@@ -55,7 +55,6 @@ pub fn run_repoqa_shard(
     // instruction goes as is.
     let template = backend.chat_template().unwrap_or_else(|e| {
         tracing::warn!(model = %header.model.name, "RepoQA instructions go without the chat template: {e}");
-        eprintln!("warning: {}: RepoQA instructions go without the chat template: {e}", header.model.name);
         None
     });
     let backend = &backend.for_instructions();

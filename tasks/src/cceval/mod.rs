@@ -124,6 +124,14 @@ pub fn pair_predictions(
     predictions_file: &str,
     predictions: &[Located<Prediction>],
 ) -> Pairing {
+    let example_ids: Vec<(usize, &str)> = examples.iter().map(|e| (e.line, e.value.task_id.as_str())).collect();
+    let prediction_ids: Vec<(usize, &str)> = predictions.iter().map(|p| (p.line, p.value.task_id.as_str())).collect();
+    pair_task_ids(examples_file, &example_ids, predictions_file, &prediction_ids)
+}
+
+/// [`pair_predictions`] on (line, task id) pairs alone, for callers that hold their records in
+/// another shape.
+pub fn pair_task_ids(examples_file: &str, examples: &[(usize, &str)], predictions_file: &str, predictions: &[(usize, &str)]) -> Pairing {
     let mut pairing = Pairing::default();
     let task_id_error = |file: &str, line: usize, message: String| RecordError {
         file: file.to_string(),
@@ -132,27 +140,22 @@ pub fn pair_predictions(
         message,
     };
     let mut by_id: HashMap<&str, usize> = HashMap::new();
-    for (index, example) in examples.iter().enumerate() {
-        if let Some(first) = by_id.insert(example.value.task_id.as_str(), index) {
+    for (index, &(line, id)) in examples.iter().enumerate() {
+        if let Some(first) = by_id.insert(id, index) {
             pairing.errors.push(RecordError {
                 field: Some("metadata.task_id".into()),
-                ..task_id_error(
-                    examples_file,
-                    example.line,
-                    format!("duplicate task_id `{}` (first on line {})", example.value.task_id, examples[first].line),
-                )
+                ..task_id_error(examples_file, line, format!("duplicate task_id `{id}` (first on line {})", examples[first].0))
             });
-            by_id.insert(example.value.task_id.as_str(), first);
+            by_id.insert(id, first);
         }
     }
     let mut predicted: HashMap<&str, usize> = HashMap::new();
-    for (index, prediction) in predictions.iter().enumerate() {
-        let id = prediction.value.task_id.as_str();
+    for (index, &(line, id)) in predictions.iter().enumerate() {
         if let Some(first) = predicted.get(id) {
             pairing.errors.push(task_id_error(
                 predictions_file,
-                prediction.line,
-                format!("duplicate prediction for `{id}` (first on line {})", predictions[*first].line),
+                line,
+                format!("duplicate prediction for `{id}` (first on line {})", predictions[*first].0),
             ));
             continue;
         }
@@ -161,19 +164,14 @@ pub fn pair_predictions(
                 predicted.insert(id, index);
                 pairing.pairs.push((index, example));
             }
-            None => pairing.errors.push(task_id_error(
-                predictions_file,
-                prediction.line,
-                format!("no example with task_id `{id}` in {examples_file}"),
-            )),
+            None => pairing.errors.push(task_id_error(predictions_file, line, format!("no example with task_id `{id}` in {examples_file}"))),
         }
     }
-    for (index, example) in examples.iter().enumerate() {
-        let id = example.value.task_id.as_str();
+    for (index, &(line, id)) in examples.iter().enumerate() {
         if by_id.get(id) == Some(&index) && !predicted.contains_key(id) {
             pairing.errors.push(RecordError {
                 field: Some("metadata.task_id".into()),
-                ..task_id_error(examples_file, example.line, format!("no prediction for `{id}` in {predictions_file}"))
+                ..task_id_error(examples_file, line, format!("no prediction for `{id}` in {predictions_file}"))
             });
         }
     }

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::{pair_predictions, CcevalScorer, EditSimBackend, Example, Language, Prediction, ScoredExample};
-use crate::input::{invalid_record_error, str_field, Located, RecordError};
+use super::{pair_task_ids, CcevalScorer, EditSimBackend, Example, Language, ScoredExample};
+use crate::input::{invalid_record_error, str_field, RecordError};
 
 /// The edit-similarity backend of a spec or shard that names none: the official `difflib`.
 pub const DEFAULT_EDIT_SIM: &str = "difflib";
@@ -63,14 +63,9 @@ pub fn score_completions(
     completions_file: &str,
     completions: &[(&str, &str)],
 ) -> Result<Vec<ScoredExample>, RecordError> {
-    let located_examples: Vec<Located<Example>> =
-        examples.iter().enumerate().map(|(i, e)| Located { line: line_of(i), value: e.clone() }).collect();
-    let predictions: Vec<Located<Prediction>> = completions
-        .iter()
-        .enumerate()
-        .map(|(i, (task_id, text))| Located { line: line_of(i), value: Prediction { task_id: task_id.to_string(), pred: text.to_string() } })
-        .collect();
-    let pairing = pair_predictions(examples_file, &located_examples, completions_file, &predictions);
+    let example_ids: Vec<(usize, &str)> = examples.iter().enumerate().map(|(i, e)| (line_of(i), e.task_id.as_str())).collect();
+    let completion_ids: Vec<(usize, &str)> = completions.iter().enumerate().map(|(i, (task_id, _))| (line_of(i), *task_id)).collect();
+    let pairing = pair_task_ids(examples_file, &example_ids, completions_file, &completion_ids);
     if let Some(first) = pairing.errors.into_iter().next() {
         return Err(first);
     }
