@@ -8,6 +8,14 @@
 # linters; the example specs planned by the binary the tests built). Ends with a total line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target_dir="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$target_dir"
+# The debug build of the workspace takes ~5 GB; say so up front rather than let the
+# linker die half-way with a bus error.
+free_kb=$(df -Pk "$target_dir" | awk 'NR == 2 {print $4}')
+if [[ -n "$free_kb" && "$free_kb" -lt 6000000 ]]; then
+  echo "warning: only $((free_kb / 1024)) MB free under $target_dir; the test build needs ~5 GB" >&2
+fi
 scripts/fetch-repoqa-grammars.sh
 scripts/fetch-punkt-english.sh
 scripts/fetch-retrieval-sources.sh
@@ -17,7 +25,7 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-CODESWEEP_BIN="${CARGO_TARGET_DIR:-target}/debug/codesweep" scripts/check-k8s.sh
+CODESWEEP_BIN="$target_dir/debug/codesweep" scripts/check-k8s.sh
 k8s_status=$?
 set -e
 awk '/^test result:/ {passed += $4; failed += $6} END {printf "%d passed, %d failed\n", passed, failed}' "$log"
