@@ -102,36 +102,65 @@ pub struct KvCache {
 /// Columns a cache buffer grows by when full: one copy of the cache per this many decode steps.
 pub const KV_GROWTH: usize = 256;
 
-/// One layer's buffers, (b, kv_heads, capacity, head_dim) each, of which the first `len`
-/// columns are filled.
+/// One layer's buffers, of which the first `len` columns are filled: values (b, kv_heads,
+/// capacity, head_dim); keys the same, or (b, kv_heads, head_dim, capacity) when `keys_t` (f32 on
+/// the CPU), so attention reads a block of keys per dimension with one load and never transposes.
 #[derive(Debug, Clone)]
 struct LayerCache {
     k: Tensor,
     v: Tensor,
     len: usize,
+    keys_t: bool,
+}
+
+/// Whether keys of this device and dtype are cached transposed (see [`LayerCache`]).
+fn keys_transposed(k: &Tensor) -> bool {
+    k.device().is_cpu() && k.dtype() == DType::F32
 }
 
 impl LayerCache {
     fn capacity(&self) -> usize {
-        self.k.dims().get(2).copied().unwrap_or(0)
+        self.v.dims().get(2).copied().unwrap_or(0)
     }
 
-    /// The filled columns as views of the buffers: (b, kv_heads, len, head_dim).
+    /// The column dimension of the key buffer.
+    fn key_columns_dim(&self) -> usize {
+        if self.keys_t {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// The filled columns as views of the buffers, both (b, kv_heads, len, head_dim) (keys
+    /// strided when transposed).
     fn filled(&self) -> candle_core::Result<(Tensor, Tensor)> {
-        Ok((self.k.narrow(2, 0, self.len)?, self.v.narrow(2, 0, self.len)?))
+        let k = self.k.narrow(self.key_columns_dim(), 0, self.len)?;
+        let k = if self.keys_t { k.transpose(2, 3)? } else { k };
+        Ok((k, self.v.narrow(2, 0, self.len)?))
     }
 
-    /// New buffers of `capacity` columns holding columns `from..from + len` of `k` and `v`.
-    fn with_capacity(k: &Tensor, v: &Tensor, from: usize, len: usize, capacity: usize) -> candle_core::Result<Self> {
-        let grow = |t: &Tensor| -> candle_core::Result<Tensor> {
+    /// New buffers of `capacity` columns holding columns `from..from + len` of the keys and
+    /// values `k`, `v` given as (b, kv_heads, columns, head_dim) (any strides).
+    fn with_capacity(k: &Tensor, v: &Tensor, from: usize, len: usize, capacity: usize, keys_t: bool) -> candle_core::Result<Self> {
+        let grow = |t: &Tensor, transpose: bool| -> candle_core::Result<Tensor> {
             let (b, heads, _, d) = t.dims4()?;
-            let buffer = Tensor::zeros((b, heads, capacity, d), t.dtype(), t.device())?;
+            let shape = if transpose { (b, heads, d, capacity) } else { (b, heads, capacity, d) };
+            let buffer = Tensor::zeros(shape, t.dtype(), t.device())?;
             if len > 0 {
-                buffer.slice_set(&t.narrow(2, from, len)?.contiguous()?, 2, 0)?;
+                let part = t.narrow(2, from, len)?;
+                let (part, dim) = if transpose { (part.transpose(2, 3)?, 3) } else { (part, 2) };
+                buffer.slice_set(&part.contiguous()?, dim, 0)?;
             }
             Ok(buffer)
         };
-        Ok(Self { k: grow(k)?, v: grow(v)?, len })
+        Ok(Self { k: grow(k, keys_t)?, v: grow(v, false)?, len, keys_t })
+    }
+
+    /// Buffers of `capacity` columns holding this cache's columns `from..len`.
+    fn regrown(&self, from: usize, capacity: usize) -> candle_core::Result<Self> {
+        let (k, v) = self.filled()?;
+        Self::with_capacity(&k, &v, from, self.len - from, capacity, self.keys_t)
     }
 }
 
@@ -147,17 +176,21 @@ impl KvCache {
     }
 
     /// Appends this step's keys and values of `layer`, (b, kv_heads, t, head_dim), and returns
-    /// views of all of them.
+    /// views of all of them, (b, kv_heads, columns, head_dim) each.
     pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> candle_core::Result<(Tensor, Tensor)> {
         let t = k.dim(2)?;
         let slot = &mut self.layers[layer];
         let needed = slot.as_ref().map_or(0, |c| c.len) + t;
         let cache = match slot.take() {
             Some(c) if c.capacity() >= needed => c,
-            Some(c) => LayerCache::with_capacity(&c.k, &c.v, 0, c.len, needed.next_multiple_of(KV_GROWTH))?,
-            None => LayerCache::with_capacity(&k, &v, 0, 0, needed.next_multiple_of(KV_GROWTH))?,
+            Some(c) => c.regrown(0, needed.next_multiple_of(KV_GROWTH))?,
+            None => LayerCache::with_capacity(&k, &v, 0, 0, needed.next_multiple_of(KV_GROWTH), keys_transposed(&k))?,
         };
-        cache.k.slice_set(&k.contiguous()?, 2, cache.len)?;
+        if cache.keys_t {
+            cache.k.slice_set(&k.transpose(2, 3)?.contiguous()?, 3, cache.len)?;
+        } else {
+            cache.k.slice_set(&k.contiguous()?, 2, cache.len)?;
+        }
         cache.v.slice_set(&v.contiguous()?, 2, cache.len)?;
         let cache = LayerCache { len: needed, ..cache };
         let filled = cache.filled()?;
@@ -169,7 +202,7 @@ impl KvCache {
     pub fn retain_rows(&mut self, rows: &Tensor) -> candle_core::Result<()> {
         for slot in &mut self.layers {
             if let Some(c) = slot.take() {
-                *slot = Some(LayerCache { k: c.k.index_select(rows, 0)?, v: c.v.index_select(rows, 0)?, len: c.len });
+                *slot = Some(LayerCache { k: c.k.index_select(rows, 0)?, v: c.v.index_select(rows, 0)?, ..c });
             }
         }
         Ok(())
@@ -179,8 +212,7 @@ impl KvCache {
     pub fn drop_front_columns(&mut self, n: usize) -> candle_core::Result<()> {
         for slot in &mut self.layers {
             if let Some(c) = slot.take() {
-                let len = c.len - n;
-                *slot = Some(LayerCache::with_capacity(&c.k, &c.v, n, len, c.capacity())?);
+                *slot = Some(c.regrown(n, c.capacity())?);
             }
         }
         Ok(())
@@ -191,9 +223,10 @@ impl KvCache {
 ///
 /// `q`: (b, heads, t, d); `k`, `v`: (b, kv_heads, columns, d); `mask`: (b, 1, t, columns) with 0 or -inf.
 /// Query heads are grouped over key/value heads without copying the keys. Returns (b, t, heads·d).
-/// Decode steps on the CPU take the engine's fused kernel; everything else candle's ops.
+/// f32 on the CPU takes the engine's kernel, whose results do not depend on the batch, the
+/// padding or the prefill chunk; other devices and dtypes take candle's ops, which do.
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-    match crate::kernels::attention::decode_attention(q, k, v, mask)? {
+    match crate::kernels::attention::cpu_attention(q, k, v, mask)? {
         Some(y) => Ok(y),
         None => candle_attention(q, k, v, mask),
     }
@@ -387,3 +420,4 @@ mod tests {
         Ok(())
     }
 }
+

@@ -60,6 +60,39 @@ fn batched_greedy_equals_one_at_a_time() {
     }
 }
 
+fn sixteen_real_prompts() -> Vec<Request> {
+    common::sixteen_code_prompts().into_iter().enumerate().map(|(i, p)| Request::greedy(format!("p{i:02}"), p, 16)).collect()
+}
+
+/// The same prompt gives the same tokens and the same log-probabilities, bit for bit, alone and
+/// in batches of 2, 5 and 16 (with the prefill chunk split over the rows, as the default does),
+/// on the models whose products run on the engine's own kernels: quantized GGUF. (The f32
+/// safetensors models multiply through candle's gemm, whose blocking follows the batch shape; for
+/// them `batched_greedy_equals_one_at_a_time` checks the tokens.)
+#[test]
+fn greedy_output_is_independent_of_batch_composition() {
+    let requests = sixteen_real_prompts();
+    for (label, model) in models().into_iter().filter(|(label, _)| label.contains("gguf")).step_by(2) {
+        let lengths: Vec<usize> = requests.iter().map(|r| model.tokenizer.encode(&r.prompt).unwrap().len()).collect();
+        assert!(lengths.iter().max().unwrap() / lengths.iter().min().unwrap() >= 20, "{label}: prompt lengths {lengths:?}");
+        let alone: Vec<_> = requests
+            .iter()
+            .map(|r| Generator::new(&model, opts(1, 512)).generate(std::slice::from_ref(r), |_| {}).unwrap().completions.remove(0))
+            .collect();
+        for batch in [2, 5, 16] {
+            let options = GenerateOptions { batch_size: batch, ..GenerateOptions::default() };
+            let together = Generator::new(&model, options).generate(&requests, |_| {}).unwrap();
+            assert_eq!(together.stats.batches, 16usize.div_ceil(batch), "{label}: batch size {batch}");
+            for (one, got) in alone.iter().zip(&together.completions) {
+                assert_eq!(got.id, one.id);
+                assert_eq!(got.token_ids, one.token_ids, "{label}: {} in batches of {batch}", one.id);
+                let bits = |c: &codesweep_engine::Completion| c.token_logprobs.iter().map(|l| l.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(got), bits(one), "{label}: {} log-probabilities in batches of {batch}", one.id);
+            }
+        }
+    }
+}
+
 /// Last-position logits of `ids` computed in one pass from an empty cache.
 fn full_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
     let mut cache = KvCache::new(model.config.num_layers);

@@ -1,25 +1,40 @@
-//! Attention for decode steps on the CPU: a few query positions against the whole KV cache,
-//! one task per (row, head) on candle's thread pool, reading the cache buffers in place.
+//! Attention on the CPU for every step, prefill and decode, one task per (row, key/value head,
+//! run of query rows) on candle's thread pool, reading the cache buffers in place.
 //!
-//! candle's path (batched gemm, mask add, softmax, gemm) runs each of those ops on one thread at
-//! decode sizes and copies between them; at 512 cached columns it was a sixth of a 0.5B decode
-//! step. Prefill keeps candle's path, where the gemms are large.
+//! A query's result depends only on the keys and values it may see: each score is one chain of
+//! fused multiply-adds over the head dimension; the softmax runs over the query's own visible
+//! span, aligned to its first column; the weighted sum of values adds columns in order, and
+//! columns a query may not see add an exact zero. So a prompt's attention is bit-identical alone,
+//! left-padded in any batch, at any prefill chunk size, and on any CPU (fused multiply-adds
+//! round the same everywhere). candle's path (batched gemm, mask add, softmax, gemm) sums in an
+//! order that moves with the padding and the shapes, which made greedy output depend on the
+//! batch; it stays for other devices and dtypes.
+//!
+//! Query heads that share a key/value head form the rows of one product (`m = position · group +
+//! head`), so each transposed key block and each value row is loaded once for all of them.
 
 use candle_core::{DType, Storage, Tensor};
 
-/// Most query positions per row that take this path (decode steps have one).
-pub const MAX_QUERY_POSITIONS: usize = 4;
+/// Query rows (heads of a group × positions) per task.
+const ROWS_PER_TASK: usize = 128;
+/// Query rows per micro-tile.
+const MR: usize = 6;
+/// Keys per micro-tile: the transposed key buffer is laid out in blocks of this many.
+const NR: usize = 16;
+/// Output lanes per pass over the values.
+const DW: usize = 16;
 
 /// Softmax attention of `q` (b, heads, t, d) over `k`, `v` (b, kv_heads, columns, d) with the
 /// additive `mask` (b, 1, t or 1, columns); returns (b, t, heads·d). Query heads are grouped over
-/// key/value heads. `None` when the inputs are not f32 on the CPU or `t` is too large, so the
-/// caller takes candle's path. `k` and `v` may be strided views (the cache's filled columns).
-pub fn decode_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Option<Tensor>> {
+/// key/value heads. `None` when the inputs are not f32 on the CPU, so the caller takes candle's
+/// path. `k` and `v` may be strided views (the cache's filled columns). A query with every column
+/// masked gets zeros.
+pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Option<Tensor>> {
     let all_cpu_f32 = [q, k, v, mask].iter().all(|t| t.device().is_cpu() && t.dtype() == DType::F32);
-    let (b, heads, t, d) = q.dims4()?;
-    if !all_cpu_f32 || t > MAX_QUERY_POSITIONS {
+    if !all_cpu_f32 {
         return Ok(None);
     }
+    let (b, heads, t, d) = q.dims4()?;
     let (_, kv_heads, columns, _) = k.dims4()?;
     // The mask may hold one row for all query positions (encoders).
     let mask_rows = mask.dim(2)?;
@@ -27,125 +42,475 @@ pub fn decode_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> ca
     if kv_heads == 0 || heads % kv_heads != 0 || v.dims4()? != (b, kv_heads, columns, d) || !mask_fits {
         candle_core::bail!("attention shapes do not fit: q {:?}, k {:?}, v {:?}, mask {:?}", q.dims(), k.dims(), v.dims(), mask.dims());
     }
-    let group = heads / kv_heads;
     let (q, mask) = (q.contiguous()?, mask.contiguous()?);
     let (q_store, q_layout) = q.storage_and_layout();
     let (k_store, k_layout) = k.storage_and_layout();
     let (v_store, v_layout) = v.storage_and_layout();
     let (m_store, m_layout) = mask.storage_and_layout();
-    let q_all = &slice(&q_store)?[q_layout.start_offset()..];
-    let m_all = &slice(&m_store)?[m_layout.start_offset()..];
-    let (k_all, v_all) = (&slice(&k_store)?[k_layout.start_offset()..], &slice(&v_store)?[v_layout.start_offset()..]);
     let cache_strides = |s: &[usize]| -> candle_core::Result<[usize; 3]> {
         match *s {
             [s0, s1, s2, 1] => Ok([s0, s1, s2]),
-            _ => candle_core::bail!("decode attention needs the cache's head dimension contiguous, strides {s:?}"),
+            _ => candle_core::bail!("CPU attention needs the cache's head dimension contiguous, strides {s:?}"),
         }
     };
-    let (ks, vs) = (cache_strides(k_layout.stride())?, cache_strides(v_layout.stride())?);
-    let scale = 1.0 / (d as f64).sqrt();
+    // Keys come either as rows (head dimension contiguous) or transposed (columns contiguous,
+    // as `layers::KvCache` keeps them on the CPU).
+    let keys = match *k_layout.stride() {
+        [s0, s1, 1, sd] if sd != 1 || d == 1 => KeyLayout::Transposed { row: s0, head: s1, dim: sd },
+        [s0, s1, s2, 1] => KeyLayout::Rows { row: s0, head: s1, column: s2 },
+        ref s => candle_core::bail!("CPU attention needs keys with one contiguous dimension, strides {s:?}"),
+    };
+    let group = heads / kv_heads;
+    let inputs = Inputs {
+        q: &slice(&q_store)?[q_layout.start_offset()..],
+        k: &slice(&k_store)?[k_layout.start_offset()..],
+        v: &slice(&v_store)?[v_layout.start_offset()..],
+        mask: &slice(&m_store)?[m_layout.start_offset()..],
+        keys,
+        v_strides: cache_strides(v_layout.stride())?,
+        heads,
+        group,
+        t,
+        d,
+        columns,
+        mask_rows,
+        // Scaled as candle's `matmul / sqrt(d)` does: a multiply by the f32 inverse.
+        scale: (1.0 / (d as f64).sqrt()) as f32,
+    };
     let mut out = vec![0f32; b * t * heads * d];
     let out_ptr = super::SharedOut(out.as_mut_ptr());
-    candle_core::utils::barrier_pool().execute_chunked(b * heads, |tasks| {
-        let (mut scores, mut y) = (vec![0f32; columns], vec![0f32; d]);
+    let runs = (group * t).div_ceil(ROWS_PER_TASK);
+    candle_core::utils::barrier_pool().execute_chunked(b * kv_heads * runs, |tasks| {
+        let mut work = Workspace::default();
         for task in tasks {
-            let (row, head) = (task / heads, task % heads);
-            let kv = head / group;
-            let keys = &k_all[row * ks[0] + kv * ks[1]..];
-            let values = &v_all[row * vs[0] + kv * vs[1]..];
-            for pos in 0..t {
-                let query = &q_all[((row * heads + head) * t + pos) * d..][..d];
-                let mask_row = &m_all[(row * mask_rows + pos.min(mask_rows - 1)) * columns..][..columns];
-                let mut max = f32::NEG_INFINITY;
-                for (c, (s, m)) in scores.iter_mut().zip(mask_row).enumerate() {
-                    // Scaled as candle's `matmul / sqrt(d)` does: a multiply by the f32 inverse.
-                    *s = dot(query, &keys[c * ks[2]..][..d]) * scale as f32 + m;
-                    max = max.max(*s);
-                }
-                let mut sum = 0f32;
-                for s in scores.iter_mut() {
-                    *s = (*s - max).exp();
-                    sum += *s;
-                }
-                y.fill(0.0);
-                for (c, s) in scores.iter().enumerate() {
-                    let p = s / sum;
-                    if p != 0.0 {
-                        y.iter_mut().zip(&values[c * vs[2]..][..d]).for_each(|(y, v)| *y += p * v);
-                    }
-                }
-                let at = ((row * t + pos) * heads + head) * d;
-                // SAFETY: each (row, head, pos) writes its own d outputs, all < b·t·heads·d.
-                unsafe { std::ptr::copy_nonoverlapping(y.as_ptr(), out_ptr.get().add(at), d) };
-            }
+            let (row_kv, run) = (task / runs, task % runs);
+            let rows = run * ROWS_PER_TASK..((run + 1) * ROWS_PER_TASK).min(group * t);
+            // SAFETY: each (row, head, position) writes its own d outputs, all < b·t·heads·d.
+            unsafe { run_task(&inputs, row_kv / kv_heads, row_kv % kv_heads, rows, &mut work, out_ptr) };
         }
     });
     drop((q_store, k_store, v_store, m_store));
     Ok(Some(Tensor::from_vec(out, (b, t, heads * d), q.device())?))
 }
 
+/// The flat inputs of one call, read by every task.
+#[derive(Clone, Copy)]
+struct Inputs<'a> {
+    q: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    mask: &'a [f32],
+    keys: KeyLayout,
+    v_strides: [usize; 3],
+    heads: usize,
+    group: usize,
+    t: usize,
+    d: usize,
+    columns: usize,
+    mask_rows: usize,
+    scale: f32,
+}
+
+/// How the keys lie in memory (strides in values).
+#[derive(Clone, Copy)]
+enum KeyLayout {
+    /// (b, kv_heads, columns, d) with the head dimension contiguous: transposed per task.
+    Rows { row: usize, head: usize, column: usize },
+    /// Columns contiguous, `dim` apart per dimension: read in place.
+    Transposed { row: usize, head: usize, dim: usize },
+}
+
+/// A task's buffers, reused across the tasks a thread runs.
+#[derive(Default)]
+struct Workspace {
+    /// Keys `0..width` transposed in blocks of [`NR`]: `[block][dim][NR]`.
+    keys_t: Vec<f32>,
+    /// Scores, then probabilities: one line of `width` per query row.
+    scores: Vec<f32>,
+    /// Each query row's first and last visible column.
+    spans: Vec<Option<(usize, usize)>>,
+}
+
+/// Runs [`attend`] compiled for AVX2 and FMA where the CPU has them. Every sum is the same
+/// sequence of IEEE operations (fused multiply-adds included) either way, so are the results.
+///
+/// # Safety
+/// `out` must hold b·t·heads·d values and no other task may write these query rows.
+unsafe fn run_task(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        return attend_avx2(inputs, row, kv, rows, work, out);
+    }
+    attend(inputs, row, kv, rows, work, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_avx2(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+    attend(inputs, row, kv, rows, work, out)
+}
+
+/// Query rows `rows` (`m = position · group + head in group`) of batch row `row` against key/value
+/// head `kv`; writes each one's d outputs.
+#[inline(always)]
+fn attend(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+    let Inputs { mask, group, columns, mask_rows, d, .. } = *inputs;
+    let mask_line = |m: usize| &mask[(row * mask_rows + (m / group).min(mask_rows - 1)) * columns..][..columns];
+    work.spans.clear();
+    work.spans.extend(rows.clone().map(|m| {
+        let line = mask_line(m);
+        let first = line.iter().position(|&x| x != f32::NEG_INFINITY)?;
+        let last = line.iter().rposition(|&x| x != f32::NEG_INFINITY)?;
+        Some((first, last))
+    }));
+    let width = match work.spans.iter().flatten().map(|&(_, last)| last + 1).max() {
+        Some(w) => w,
+        None => 0,
+    };
+    transpose_keys(inputs, row, kv, width, &mut work.keys_t);
+    work.scores.resize(rows.len() * width.max(1), 0.0);
+    let mut first = rows.start;
+    while first < rows.end {
+        let n = (rows.end - first).min(MR);
+        if n == MR {
+            attend_rows::<MR>(inputs, row, kv, first, rows.start, width, work, out);
+        } else {
+            for m in first..first + n {
+                attend_rows::<1>(inputs, row, kv, m, rows.start, width, work, out);
+            }
+        }
+        first += n;
+    }
+    let _ = d;
+}
+
+/// Copies keys `0..width` of (`row`, `kv`) into `keys_t` as `[block][dim][NR]`, zeros past
+/// `width`, when they come as rows; transposed keys are read in place.
+#[inline(always)]
+fn transpose_keys(inputs: &Inputs, row: usize, kv: usize, width: usize, keys_t: &mut Vec<f32>) {
+    let Inputs { k, keys, d, .. } = *inputs;
+    let KeyLayout::Rows { row: rs, head: hs, column: cs } = keys else { return };
+    let blocks = width.div_ceil(NR);
+    keys_t.clear();
+    keys_t.resize(blocks * d * NR, 0.0);
+    let base = &k[row * rs + kv * hs..];
+    for c in 0..width {
+        let key = &base[c * cs..][..d];
+        let block = &mut keys_t[(c / NR) * d * NR..][..d * NR];
+        for (dim, &x) in key.iter().enumerate() {
+            block[dim * NR + c % NR] = x;
+        }
+    }
+}
+
+/// Query rows `first..first + R`: scores, softmax over each row's span, weighted values.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn attend_rows<const R: usize>(
+    inputs: &Inputs,
+    row: usize,
+    kv: usize,
+    first: usize,
+    task_first: usize,
+    width: usize,
+    work: &mut Workspace,
+    out: super::SharedOut,
+) {
+    let Inputs { q, v, mask, v_strides: vs, heads, group, t, d, columns, mask_rows, scale, .. } = *inputs;
+    let spans: [Option<(usize, usize)>; R] = std::array::from_fn(|i| work.spans[first + i - task_first]);
+    let (Some(lo), Some(hi)) = (spans.iter().flatten().map(|s| s.0).min(), spans.iter().flatten().map(|s| s.1).max()) else {
+        // Nothing visible: zeros.
+        for i in 0..R {
+            let m = first + i;
+            let (pos, head) = (m / group, kv * group + m % group);
+            let at = ((row * t + pos) * heads + head) * d;
+            // SAFETY: these query rows are this task's own (see `run_task`).
+            unsafe { std::ptr::write_bytes(out.get().add(at), 0, d) };
+        }
+        return;
+    };
+    let query = |i: usize| {
+        let m = first + i;
+        &q[((row * heads + kv * group + m % group) * t + m / group) * d..][..d]
+    };
+    let queries: [&[f32]; R] = std::array::from_fn(query);
+    let masks: [&[f32]; R] =
+        std::array::from_fn(|i| &mask[(row * mask_rows + ((first + i) / group).min(mask_rows - 1)) * columns..][..columns]);
+    let line0 = (first - task_first) * width;
+    let scores = &mut work.scores[line0..line0 + R * width];
+
+    // Scores of the columns lo..=hi, in tiles of R rows × NR keys.
+    for block in lo / NR..=hi / NR {
+        let tile = match inputs.keys {
+            KeyLayout::Rows { .. } => score_tile::<R>(&queries, &work.keys_t[block * d * NR..], NR, d),
+            // Columns past the filled ones lie inside the buffer's capacity, or the row's next
+            // head; their lanes are computed and dropped.
+            KeyLayout::Transposed { row: rs, head: hs, dim } => {
+                score_tile::<R>(&queries, &inputs.k[row * rs + kv * hs + block * NR..], dim, d)
+            }
+        };
+        let (c0, c1) = ((block * NR).max(lo), ((block + 1) * NR).min(hi + 1));
+        for i in 0..R {
+            for c in c0..c1 {
+                scores[i * width + c] = tile[i][c - block * NR] * scale + masks[i][c];
+            }
+        }
+    }
+    // Probabilities over each row's own span, aligned to its first column; zero elsewhere.
+    for (i, span) in spans.iter().enumerate() {
+        let line = &mut scores[i * width..(i + 1) * width];
+        match *span {
+            Some((first_col, last_col)) => {
+                softmax_in_place(&mut line[first_col..=last_col]);
+                line[lo..first_col].fill(0.0);
+                line[last_col + 1..=hi].fill(0.0);
+            }
+            None => line[lo..=hi].fill(0.0),
+        }
+    }
+    // Weighted values, DW output lanes at a time, columns in order.
+    let values = &v[row * vs[0] + kv * vs[1]..];
+    for lane0 in (0..d).step_by(DW) {
+        let lanes = (d - lane0).min(DW);
+        let mut acc = [[0f32; DW]; R];
+        for c in lo..=hi {
+            let value = &values[c * vs[2] + lane0..][..lanes];
+            let probabilities: [f32; R] = std::array::from_fn(|i| scores[i * width + c]);
+            match <&[f32; DW]>::try_from(value) {
+                // Whole passes in fixed-size arrays, so the sums stay in registers.
+                Ok(value) => accumulate(&mut acc, &probabilities, value),
+                Err(_) => {
+                    for (acc, p) in acc.iter_mut().zip(probabilities) {
+                        for (a, &x) in acc.iter_mut().zip(value) {
+                            *a = p.mul_add(x, *a);
+                        }
+                    }
+                }
+            }
+        }
+        for (i, acc) in acc.iter().enumerate() {
+            let m = first + i;
+            let (pos, head) = (m / group, kv * group + m % group);
+            let at = ((row * t + pos) * heads + head) * d + lane0;
+            // SAFETY: these query rows are this task's own (see `run_task`).
+            unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), out.get().add(at), lanes) };
+        }
+    }
+}
+
+/// `acc[i] += p[i] · value` for each of the R rows, lane by lane, as fused multiply-adds.
+#[inline(always)]
+fn accumulate<const R: usize>(acc: &mut [[f32; DW]; R], p: &[f32; R], value: &[f32; DW]) {
+    for (acc, &p) in acc.iter_mut().zip(p) {
+        for (a, &x) in acc.iter_mut().zip(value) {
+            *a = p.mul_add(x, *a);
+        }
+    }
+}
+
+/// Dot products of R queries with NR keys laid out by dimension (`keys[dim · stride..][..NR]`):
+/// each a chain of fused multiply-adds over the dimension, in order.
+#[inline(always)]
+fn score_tile<const R: usize>(queries: &[&[f32]; R], keys: &[f32], stride: usize, d: usize) -> [[f32; NR]; R] {
+    let mut acc = [[0f32; NR]; R];
+    let mut short = [0f32; NR];
+    for dim in 0..d {
+        let from = dim * stride;
+        let keys: &[f32; NR] = match keys.get(from..from + NR).map(<&[f32; NR]>::try_from) {
+            Some(Ok(keys)) => keys,
+            // The storage ends inside this tile: the lanes past it are dropped by the caller.
+            _ => {
+                let rest = keys.get(from..).unwrap_or(&[]);
+                let n = rest.len().min(NR);
+                short[..n].copy_from_slice(&rest[..n]);
+                &short
+            }
+        };
+        for (a, query) in acc.iter_mut().zip(queries) {
+            let x = query[dim];
+            for (a, &k) in a.iter_mut().zip(keys) {
+                *a = x.mul_add(k, *a);
+            }
+        }
+    }
+    acc
+}
+
+/// Softmax of one row's visible span in place: masked entries (-inf) become exact zeros; the sum
+/// runs in eight lanes over the span's own offsets, then adds the lanes in a fixed order.
+#[inline(always)]
+fn softmax_in_place(span: &mut [f32]) {
+    let max = span.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+    let mut lanes = [0f32; 8];
+    let mut chunks = span.chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        for (x, lane) in chunk.iter_mut().zip(lanes.iter_mut()) {
+            *x = exp_non_positive(*x - max);
+            *lane += *x;
+        }
+    }
+    for (x, lane) in chunks.into_remainder().iter_mut().zip(lanes.iter_mut()) {
+        *x = exp_non_positive(*x - max);
+        *lane += *x;
+    }
+    let sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for x in span.iter_mut() {
+        *x /= sum;
+    }
+}
+
+/// `e^x` for `x ≤ 0` (a score minus its row's maximum), -inf included, to within ~2 ulp:
+/// Cody–Waite reduction by ln 2 (n rounded by the 1.5·2²³ trick, so 2ⁿ is built from the bits
+/// without a float-to-int conversion) and Cephes' degree-6 polynomial, in operations the compiler
+/// can vectorize and that round the same on every CPU.
+#[inline(always)]
+fn exp_non_positive(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding it rounds to an integer in the low bits.
+    let clamped = x.max(-87.0);
+    let shifted = clamped.mul_add(std::f32::consts::LOG2_E, ROUND);
+    let n = shifted - ROUND;
+    let r = n.mul_add(-0.693_359_4, clamped);
+    let r = n.mul_add(2.121_944_4e-4, r);
+    let mut p = 1.987_569_1e-4f32;
+    p = p.mul_add(r, 1.398_199_9e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 5.000_000_1e-1);
+    let y = p.mul_add(r * r, r) + 1.0;
+    // The low bits of `shifted` hold n (two's complement); n + 127 is the exponent of 2ⁿ.
+    let two_to_n = f32::from_bits(shifted.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
+    if x < -87.0 {
+        0.0
+    } else {
+        y * two_to_n
+    }
+}
+
 /// The f32 contents of a CPU storage.
 fn slice(s: &Storage) -> candle_core::Result<&[f32]> {
     match s {
         Storage::Cpu(cpu) => cpu.as_slice::<f32>(),
-        _ => candle_core::bail!("decode attention reads CPU tensors only"),
+        _ => candle_core::bail!("CPU attention reads CPU tensors only"),
     }
-}
-
-/// Dot product in eight interleaved partial sums, which the compiler keeps in vector registers.
-#[inline]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8.remainder().iter().zip(b8.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in a8.zip(b8) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Tensor};
 
-    use super::decode_attention;
+    use super::cpu_attention;
 
-    /// The fused path equals candle's (`layers::attention` with the fused path bypassed) on
-    /// grouped heads, masked columns and strided cache views.
+    fn max_diff(a: &Tensor, b: &Tensor) -> candle_core::Result<f32> {
+        (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+    }
+
+    /// The mask `generate::batch::step_inputs` builds: `pad` columns of left padding, then
+    /// causal over the rest; (1, 1, t, width) for the last `t` of `width` positions. A padding
+    /// query sees itself only.
+    fn causal_mask(pad: usize, width: usize, t: usize) -> candle_core::Result<Tensor> {
+        let mut m = vec![f32::NEG_INFINITY; t * width];
+        for i in 0..t {
+            let col = width - t + i;
+            let first = if col < pad { col } else { pad };
+            m[i * width + first..=i * width + col].iter_mut().for_each(|v| *v = 0.0);
+        }
+        Tensor::from_vec(m, (1, 1, t, width), &Device::Cpu)
+    }
+
+    /// The kernel equals candle's path (`layers::candle_attention`) on grouped heads, masked
+    /// columns, strided cache views, one and many query positions.
     #[test]
     fn equals_candle_path() -> candle_core::Result<()> {
         let dev = Device::Cpu;
-        let (b, heads, kv_heads, t, d, capacity, columns) = (3, 6, 2, 2, 24, 40, 29);
-        let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev)?;
-        let k_buf = Tensor::randn(0f32, 1.0, (b, kv_heads, capacity, d), &dev)?;
-        let v_buf = Tensor::randn(0f32, 1.0, (b, kv_heads, capacity, d), &dev)?;
-        let (k, v) = (k_buf.narrow(2, 0, columns)?, v_buf.narrow(2, 0, columns)?);
-        // Row r has r·5 columns of left padding.
-        let mask: Vec<f32> = (0..b * t * columns)
-            .map(|i| if i % columns < (i / (t * columns)) * 5 { f32::NEG_INFINITY } else { 0.0 })
-            .collect();
-        let mask = Tensor::from_vec(mask, (b, 1, t, columns), &dev)?;
-        let fused = decode_attention(&q, &k, &v, &mask)?.expect("f32 on the CPU takes the fused path");
-        let reference = crate::layers::candle_attention(&q, &k.contiguous()?, &v.contiguous()?, &mask)?;
-        assert_eq!(fused.dims(), reference.dims());
-        let diff = (fused - reference)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
-        assert!(diff < 1e-5, "fused attention differs from candle's by {diff}");
+        for t in [1, 2, 37] {
+            let (b, heads, kv_heads, d, capacity, columns) = (3, 6, 2, 24, 80, 59);
+            let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev)?;
+            let k_buf = Tensor::randn(0f32, 1.0, (b, kv_heads, capacity, d), &dev)?;
+            let v_buf = Tensor::randn(0f32, 1.0, (b, kv_heads, capacity, d), &dev)?;
+            let (k, v) = (k_buf.narrow(2, 0, columns)?, v_buf.narrow(2, 0, columns)?);
+            // Row r has r·5 columns of left padding.
+            let masks = (0..b).map(|r| causal_mask(r * 5, columns, t)).collect::<candle_core::Result<Vec<_>>>()?;
+            let mask = Tensor::cat(&masks, 0)?;
+            let ours = cpu_attention(&q, &k, &v, &mask)?.expect("f32 on the CPU takes our path");
+            let reference = crate::layers::candle_attention(&q, &k.contiguous()?, &v.contiguous()?, &mask)?;
+            assert_eq!(ours.dims(), reference.dims());
+            let diff = max_diff(&ours, &reference)?;
+            assert!(diff < 1e-5, "t = {t}: attention differs from candle's by {diff}");
+            // Keys transposed in place, as the KV cache keeps them, with a capacity that ends
+            // inside a key tile: the same result, bit for bit.
+            let k_t = k.transpose(2, 3)?.pad_with_zeros(3, 0, 2)?.contiguous()?.narrow(3, 0, columns)?.transpose(2, 3)?;
+            assert_eq!(k_t.stride()[2], 1, "keys transposed");
+            let transposed = cpu_attention(&q, &k_t, &v, &mask)?.expect("f32 on the CPU takes our path");
+            assert_eq!(max_diff(&transposed, &ours)?, 0.0, "t = {t}: transposed keys changed the result");
+        }
+        Ok(())
+    }
+
+    /// A sequence's attention is bit-identical alone, left-padded beside a longer row, and split
+    /// into chunks of query positions against a growing cache.
+    #[test]
+    fn independent_of_padding_batch_and_chunking() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let (heads, kv_heads, d, len, pad) = (4, 2, 64, 45, 19);
+        let q = Tensor::randn(0f32, 1.0, (1, heads, len, d), &dev)?;
+        let k = Tensor::randn(0f32, 1.0, (1, kv_heads, len, d), &dev)?;
+        let v = Tensor::randn(0f32, 1.0, (1, kv_heads, len, d), &dev)?;
+        let alone = cpu_attention(&q, &k, &v, &causal_mask(0, len, len)?)?.expect("CPU f32");
+
+        // Beside a row of pad + len real columns: this row is left-padded by `pad`.
+        let noise = |shape: (usize, usize, usize, usize)| Tensor::randn(0f32, 1.0, shape, &dev);
+        let q_pad = Tensor::cat(&[&noise((1, heads, pad, d))?, &q], 2)?;
+        let k_pad = Tensor::cat(&[&noise((1, kv_heads, pad, d))?, &k], 2)?;
+        let v_pad = Tensor::cat(&[&noise((1, kv_heads, pad, d))?, &v], 2)?;
+        let other = |shape| noise(shape);
+        let qb = Tensor::cat(&[&other((1, heads, pad + len, d))?, &q_pad], 0)?;
+        let kb = Tensor::cat(&[&other((1, kv_heads, pad + len, d))?, &k_pad], 0)?;
+        let vb = Tensor::cat(&[&other((1, kv_heads, pad + len, d))?, &v_pad], 0)?;
+        let mask = Tensor::cat(&[&causal_mask(0, pad + len, pad + len)?, &causal_mask(pad, pad + len, pad + len)?], 0)?;
+        let batched = cpu_attention(&qb, &kb, &vb, &mask)?.expect("CPU f32");
+        let ours = batched.narrow(0, 1, 1)?.narrow(1, pad, len)?;
+        assert_eq!(max_diff(&ours, &alone)?, 0.0, "padding and a neighbour changed the result");
+
+        // Chunks of 7 query positions, each against every column so far.
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while start < len {
+            let n = 7.min(len - start);
+            let end = start + n;
+            let (kc, vc) = (k.narrow(2, 0, end)?, v.narrow(2, 0, end)?);
+            parts.push(cpu_attention(&q.narrow(2, start, n)?, &kc, &vc, &causal_mask(0, end, n)?)?.expect("CPU f32"));
+            start = end;
+        }
+        assert_eq!(max_diff(&Tensor::cat(&parts, 1)?, &alone)?, 0.0, "chunking changed the result");
         Ok(())
     }
 
     #[test]
-    fn declines_long_queries_and_other_dtypes() -> candle_core::Result<()> {
+    fn exp_is_close_to_libm() {
+        let mut worst = 0f32;
+        // Down to -87, where e^x is ~1.6e-38; below it (and at -inf) the result is an exact zero.
+        for i in 0..=870_000 {
+            let x = -(i as f32) / 10_000.0;
+            let (ours, libm) = (super::exp_non_positive(x), x.exp());
+            worst = worst.max(((ours - libm) / libm).abs());
+        }
+        assert!(worst < 5e-7, "relative error {worst}");
+        assert_eq!(super::exp_non_positive(f32::NEG_INFINITY), 0.0);
+        assert_eq!(super::exp_non_positive(-87.5), 0.0);
+        assert_eq!(super::exp_non_positive(0.0), 1.0);
+    }
+
+    #[test]
+    fn fully_masked_queries_get_zeros_and_other_dtypes_decline() -> candle_core::Result<()> {
         let dev = Device::Cpu;
-        let q = Tensor::zeros((1, 2, 5, 8), candle_core::DType::F32, &dev)?;
-        let k = Tensor::zeros((1, 1, 5, 8), candle_core::DType::F32, &dev)?;
-        let mask = Tensor::zeros((1, 1, 5, 5), candle_core::DType::F32, &dev)?;
-        assert!(decode_attention(&q, &k, &k, &mask)?.is_none());
+        let q = Tensor::ones((1, 2, 3, 8), candle_core::DType::F32, &dev)?;
+        let k = Tensor::ones((1, 1, 3, 8), candle_core::DType::F32, &dev)?;
+        let mask = Tensor::full(f32::NEG_INFINITY, (1, 1, 3, 3), &dev)?;
+        let y = cpu_attention(&q, &k, &k, &mask)?.expect("CPU f32");
+        assert_eq!(y.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
         let half = |t: &Tensor| t.to_dtype(candle_core::DType::F16);
-        let q1 = q.narrow(2, 0, 1)?;
-        let m1 = mask.narrow(2, 0, 1)?;
-        assert!(decode_attention(&half(&q1)?, &half(&k)?, &half(&k)?, &half(&m1)?)?.is_none());
+        assert!(cpu_attention(&half(&q)?, &half(&k)?, &half(&k)?, &half(&mask)?)?.is_none());
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! CPU matrix products for block-quantized weights (GGUF Q8_0, Q5_0, Q4_K, Q6_K), our own
-//! instead of candle's, plus the decode-step attention.
+//! instead of candle's, plus attention on the CPU (prefill and decode, independent of the batch).
 //!
 //! Weights are repacked once at load in tiles of 16 rows, four values of each row side by side, so
 //! one integer multiply-add instruction (`vpdpbusd` on AVX-512 VNNI, `vpmaddubsw` + `vpmaddwd` on

@@ -59,6 +59,24 @@ pub fn code_prompts() -> Vec<String> {
         .collect()
 }
 
+/// Sixteen prompts of 3 to 800 characters cut from real source files (the frozen corpus): the
+/// batch-invariance tests decode them alone and in batches.
+pub fn sixteen_code_prompts() -> Vec<String> {
+    let corpus = code_corpus();
+    let lengths = [3usize, 40, 75, 130, 200, 260, 330, 420, 520, 700, 30, 90, 150, 600, 800, 12];
+    lengths
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let text = &corpus[(i * 5) % corpus.len()];
+            let start = (0..=(i * 131) % (text.len() / 2)).rev().find(|&s| text.is_char_boundary(s)).unwrap_or(0);
+            let end = (start + n).min(text.len());
+            let end = (end..=text.len()).find(|&e| text.is_char_boundary(e)).unwrap_or(text.len());
+            text[start..end].to_string()
+        })
+        .collect()
+}
+
 /// The special tokens of the tiny tokenizers (Qwen2.5-Coder's names).
 pub const SPECIALS: &[&str] =
     &["<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|im_start|>", "<|im_end|>"];
