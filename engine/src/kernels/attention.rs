@@ -138,10 +138,22 @@ struct Workspace {
 /// `out` must hold b·t·heads·d values and no other task may write these query rows.
 unsafe fn run_task(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && !portable_only() {
         return attend_avx2(inputs, row, kv, rows, work, out);
     }
     attend(inputs, row, kv, rows, work, out)
+}
+
+/// Whether a test asked for the portable build.
+#[cfg(test)]
+fn portable_only() -> bool {
+    tests::portable_only()
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn portable_only() -> bool {
+    false
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -397,9 +409,37 @@ fn slice(s: &Storage) -> candle_core::Result<&[f32]> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use candle_core::{Device, Tensor};
 
     use super::cpu_attention;
+
+    /// Set by a test to run the portable build of the kernel (what Arm and older x86 CPUs run).
+    static PORTABLE_ONLY: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn portable_only() -> bool {
+        PORTABLE_ONLY.load(Ordering::Relaxed)
+    }
+
+    /// The portable build and the AVX2+FMA build give the same bits: fused multiply-adds and the
+    /// vectorized `exp` round the same everywhere.
+    #[test]
+    fn portable_build_equals_avx2_bit_for_bit() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let (b, heads, kv_heads, t, d, columns) = (2, 6, 2, 21, 64, 40);
+        let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev)?;
+        let k = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
+        let v = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
+        let mask = Tensor::cat(&[&causal_mask(0, columns, t)?, &causal_mask(11, columns, t)?], 0)?;
+        let fast = cpu_attention(&q, &k, &v, &mask)?.expect("CPU f32");
+        PORTABLE_ONLY.store(true, Ordering::Relaxed);
+        let portable = cpu_attention(&q, &k, &v, &mask);
+        PORTABLE_ONLY.store(false, Ordering::Relaxed);
+        let portable = portable?.expect("CPU f32");
+        assert_eq!(max_diff(&fast, &portable)?, 0.0);
+        Ok(())
+    }
 
     fn max_diff(a: &Tensor, b: &Tensor) -> candle_core::Result<f32> {
         (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()

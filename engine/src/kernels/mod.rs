@@ -10,6 +10,9 @@
 //! sequence's result depends neither on what else is in the batch nor on the CPU. Without AVX2,
 //! FMA and F16C the caller keeps candle's kernels.
 
+// Off x86 the SIMD kernels are not built, so their layouts' accessors go unused.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused_variables, unused_mut))]
+
 // Files are named `<format>.rs` (layout and quantization), `<format>_<isa>.rs` (its kernels) and
 // `<format>_tests.rs`; `block` is Q8_0/Q5_0 (32-value blocks), `kquant` is Q4_K/Q6_K.
 mod activations;
