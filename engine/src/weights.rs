@@ -78,7 +78,7 @@ enum LinearWeight {
 
 /// A matrix repacked for our CPU kernels.
 #[derive(Debug)]
-enum CpuWeights {
+pub enum CpuWeights {
     /// Q8_0 / Q5_0, 32-value blocks.
     Blocks(PackedWeights),
     /// Q4_K / Q6_K, 256-value super-blocks.
@@ -91,6 +91,17 @@ impl CpuWeights {
         match self {
             Self::Blocks(w) => (w.rows(), w.cols()),
             Self::KQuant(w) => (w.rows(), w.cols()),
+        }
+    }
+
+    /// Row `r` dequantized into `out` (in values), exactly as GGUF's dequantization gives it.
+    fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        match self {
+            Self::Blocks(w) => out.iter_mut().enumerate().for_each(|(c, v)| {
+                let (q, scale) = w.value(r, c);
+                *v = q as f32 * scale;
+            }),
+            Self::KQuant(w) => out.iter_mut().enumerate().for_each(|(c, v)| *v = w.value(r, c)),
         }
     }
 
@@ -190,6 +201,9 @@ impl candle_core::CustomOp1 for PackedMatmul<'_> {
 pub enum Embedding {
     /// Rows are dequantized on lookup.
     Quantized(Arc<QTensor>),
+    /// A tied table held once, packed for our kernels: the output head multiplies by it and
+    /// lookups dequantize its rows (the same values as the file's).
+    Packed(Arc<CpuWeights>, Isa),
     /// A dense (vocab, hidden) table.
     Dense(Tensor),
 }
@@ -199,6 +213,19 @@ impl Embedding {
     pub fn forward(&self, ids: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
         match self {
             Self::Quantized(q) => q.embedding(ids)?.to_dtype(dtype),
+            Self::Packed(w, _) => {
+                let (b, t) = ids.dims2()?;
+                let (vocab, hidden) = w.shape();
+                let ids = ids.flatten_all()?.to_vec1::<u32>()?;
+                let mut out = vec![0f32; ids.len() * hidden];
+                for (&id, row) in ids.iter().zip(out.chunks_exact_mut(hidden.max(1))) {
+                    if id as usize >= vocab {
+                        candle_core::bail!("token id {id} is outside the vocabulary of {vocab}");
+                    }
+                    w.dequantize_row(id as usize, row);
+                }
+                Tensor::from_vec(out, (b, t, hidden), &Device::Cpu)?.to_dtype(dtype)
+            }
             Self::Dense(table) => {
                 let (b, t) = ids.dims2()?;
                 let hidden = table.dim(1)?;
@@ -214,6 +241,7 @@ impl Embedding {
                 Some(packed) => packed?,
                 None => LinearWeight::Candle(QMatMul::from_arc(q.clone())?),
             },
+            Self::Packed(w, isa) => LinearWeight::Packed(w.clone(), *isa),
             Self::Dense(t) => LinearWeight::Candle(QMatMul::Tensor(t.clone())),
         };
         Ok(Linear { weight, bias: None })
@@ -223,6 +251,7 @@ impl Embedding {
     pub fn rows(&self) -> candle_core::Result<usize> {
         match self {
             Self::Quantized(q) => q.shape().dim(0),
+            Self::Packed(w, _) => Ok(w.shape().0),
             Self::Dense(t) => t.dim(0),
         }
     }
@@ -416,11 +445,21 @@ impl Weights {
     pub fn embedding(&mut self, name: &Name, cols: usize) -> Result<Embedding> {
         let full = self.full_name(name, "weight");
         if self.is_gguf() {
-            let q = self.qtensor(&full)?;
+            let q = self.stored_qtensor(&full)?;
             let dims = q.shape().dims().to_vec();
             if dims.len() != 2 || dims[1] != cols {
                 return Err(self.missing(&full, format!("expected shape (vocab, {cols}), found {dims:?}")));
             }
+            // A table the output head shares (no `output` tensor) is held once, packed, when our
+            // kernels run here, rather than once for lookups and once for the head.
+            if !self.has(&Name::new("output", "lm_head")) {
+                if let Some(packed) = Linear::packed(&q, &self.device) {
+                    if let LinearWeight::Packed(w, isa) = packed.map_err(|e| self.missing(&full, e))? {
+                        return Ok(Embedding::Packed(w, isa));
+                    }
+                }
+            }
+            let q = self.for_candle(&full, q)?;
             if cols.is_multiple_of(q.dtype().block_size()) && !matches!(q.dtype(), GgmlDType::F32) {
                 return Ok(Embedding::Quantized(Arc::new(q)));
             }
@@ -500,6 +539,29 @@ mod tests {
             for (va, vb) in ra.iter().zip(rb) {
                 assert!((va - vb).abs() <= 1e-5 * va.abs().max(1.0), "{va} vs {vb}");
             }
+        }
+    }
+
+    /// A tied table held once, packed: lookups give the file's dequantized rows bit for bit, in
+    /// every format the kernels pack, and an id past the vocabulary is an error, not a panic.
+    #[test]
+    fn packed_embedding_rows_equal_the_files_values() {
+        if Isa::detect().is_none() {
+            return; // candle's kernels and the quantized table serve this CPU
+        }
+        let values: Vec<f32> = (0..40 * 512).map(|i| ((i * 7919) % 1000) as f32 / 250.0 - 2.0).collect();
+        let t = candle_core::Tensor::from_vec(values, (40, 512), &Device::Cpu).unwrap();
+        let ids = candle_core::Tensor::new(&[[0u32, 39, 17], [16, 15, 1]], &Device::Cpu).unwrap();
+        for dtype in [GgmlDType::Q8_0, GgmlDType::Q5_0, GgmlDType::Q4K, GgmlDType::Q6K] {
+            let q = QTensor::quantize(&t, dtype).unwrap();
+            let Some(Ok(LinearWeight::Packed(w, isa))) = Linear::packed(&q, &Device::Cpu) else { panic!("{dtype:?} not packed") };
+            let table = Embedding::Packed(w, isa);
+            assert_eq!(table.rows().unwrap(), 40);
+            let got: Vec<f32> = table.forward(&ids, DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            let want: Vec<f32> = q.dequantize(&Device::Cpu).unwrap().index_select(&ids.flatten_all().unwrap(), 0).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            assert_eq!(got, want, "{dtype:?}");
+            let outside = candle_core::Tensor::new(&[[40u32]], &Device::Cpu).unwrap();
+            assert!(table.forward(&outside, DType::F32).unwrap_err().to_string().contains("outside the vocabulary"));
         }
     }
 }
