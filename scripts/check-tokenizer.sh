@@ -7,7 +7,8 @@
 #   2. llama.cpp's llama-tokenize (scripts/build-llamacpp.sh) on the same GGUF; the first
 #      PER_LANGUAGE (default 25) prompts of each language and all extra texts.
 #
-#   scripts/check-tokenizer.sh [MODEL]     default qwen2.5-coder-0.5b (scripts/fetch-models.sh names)
+#   scripts/check-tokenizer.sh [MODEL]     default qwen2.5-coder-0.5b (scripts/fetch-models.sh names;
+#                                          a model that is not Qwen gets the llama.cpp check only)
 #
 # Cache: ~/.cache/codesweep/tokenizer-ref (virtual environment with tiktoken and gguf, and the ranks).
 set -euo pipefail

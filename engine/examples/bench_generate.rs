@@ -122,9 +122,9 @@ fn synthetic_prompt(tok: &TextTokenizer, words: &[String], tokens: usize, seed: 
 
 /// Logits of the last position of `ids`, one forward pass over the whole prompt, as f32.
 fn last_logits(model: &Model, ids: &[u32]) -> BoxResult<Vec<f32>> {
-    let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.sliding_window, model.dtype, &model.device)?;
+    let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.windows(), model.dtype, &model.device)?;
     let mut cache = KvCache::new(model.config.num_layers);
-    let logits = model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache)?;
+    let logits = model.network.forward(&step, &mut cache)?;
     Ok(logits.squeeze(0)?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?)
 }
 

@@ -5,8 +5,9 @@
 //! (Qwen, and every template that writes `<|im_start|>`) and renders it directly:
 //! `<|im_start|>{role}\n{content}<|im_end|>\n` per message, then `<|im_start|>assistant\n`.
 //! A template that inserts a fixed system message when the conversation has none (Qwen2.5's
-//! "You are Qwen, …") has that message found and inserted too. Other templates are refused
-//! with an error saying so.
+//! "You are Qwen, …") has that message found and inserted too. Gemma's turn format (every
+//! template that writes `<start_of_turn>`) is rendered likewise. Other templates are refused with
+//! an error saying so.
 
 use std::path::Path;
 
@@ -37,19 +38,28 @@ pub enum ChatTemplate {
         /// Inserted first when the first message is not from `system`.
         default_system: Option<String>,
     },
+    /// Gemma: `<start_of_turn>{user|model}\n{trimmed content}<end_of_turn>\n` per message, a
+    /// system message prefixed to the first user turn, then `<start_of_turn>model\n`. The
+    /// template's `bos_token` is left to the tokenizer, which adds it.
+    Gemma,
 }
 
 const START: &str = "<|im_start|>";
 const END: &str = "<|im_end|>";
+const TURN_START: &str = "<start_of_turn>";
+const TURN_END: &str = "<end_of_turn>";
 
 impl ChatTemplate {
     /// Recognises the Jinja `template`; an error names what is not supported.
     pub fn from_jinja(template: &str) -> Result<Self> {
+        if template.contains(TURN_START) {
+            return Ok(Self::Gemma);
+        }
         if !template.contains(START) {
             let head: String = template.chars().take(80).collect();
             return Err(EngineError::Chat(format!(
-                "the model's chat template is not ChatML (no `{START}`), and only ChatML templates are supported; \
-                 send a formatted prompt to /v1/completions instead (template starts {head:?})"
+                "the model's chat template is neither ChatML (no `{START}`) nor Gemma's (no `{TURN_START}`), the two \
+                 supported; send a formatted prompt to /v1/completions instead (template starts {head:?})"
             )));
         }
         Ok(Self::ChatMl { default_system: default_system_message(template) })
@@ -58,28 +68,54 @@ impl ChatTemplate {
     /// The prompt for `messages`, ending where the assistant's reply begins. Roles other than
     /// `system`, `user` and `assistant` are refused.
     pub fn render(&self, messages: &[ChatMessage]) -> Result<String> {
-        let Self::ChatMl { default_system } = self;
         if messages.is_empty() {
             return Err(EngineError::Chat("the conversation has no messages".into()));
         }
+        if let Some((i, m)) = messages.iter().enumerate().find(|(_, m)| !["system", "user", "assistant"].contains(&m.role.as_str())) {
+            return Err(EngineError::Chat(format!("message {i} has role `{}`; supported roles: system, user, assistant", m.role)));
+        }
+        let default_system = match self {
+            Self::ChatMl { default_system } => default_system,
+            Self::Gemma => return render_gemma(messages),
+        };
         let mut out = String::new();
         if let Some(system) = default_system {
             if messages[0].role != "system" {
                 out.push_str(&format!("{START}system\n{system}{END}\n"));
             }
         }
-        for (i, m) in messages.iter().enumerate() {
-            if !["system", "user", "assistant"].contains(&m.role.as_str()) {
-                return Err(EngineError::Chat(format!(
-                    "message {i} has role `{}`; supported roles: system, user, assistant",
-                    m.role
-                )));
-            }
+        for m in messages {
             out.push_str(&format!("{START}{}\n{}{END}\n", m.role, m.content));
         }
         out.push_str(&format!("{START}assistant\n"));
         Ok(out)
     }
+}
+
+/// Gemma's turns: the system message (if first, untrimmed) opens the first user turn, then a blank
+/// line; the assistant is `model`; contents are trimmed as the template's `| trim` does.
+fn render_gemma(messages: &[ChatMessage]) -> Result<String> {
+    let (system, rest) = match messages.split_first() {
+        Some((first, rest)) if first.role == "system" => (Some(first.content.as_str()), rest),
+        _ => (None, messages),
+    };
+    if let Some(i) = rest.iter().position(|m| m.role == "system") {
+        let i = i + usize::from(system.is_some());
+        return Err(EngineError::Chat(format!("message {i}: Gemma's template takes a system message only first")));
+    }
+    let mut out = String::new();
+    for (i, m) in rest.iter().enumerate() {
+        let role = if m.role == "assistant" { "model" } else { m.role.as_str() };
+        out.push_str(&format!("{TURN_START}{role}\n"));
+        if let (0, Some(system)) = (i, system) {
+            out.push_str(system);
+            out.push_str("\n\n");
+        }
+        out.push_str(m.content.trim());
+        out.push_str(&format!("{TURN_END}\n"));
+    }
+    out.push_str(&format!("{TURN_START}model\n"));
+    Ok(out)
 }
 
 /// The text of a string literal `'<|im_start|>system\n…<|im_end|>…'` with no quote or
@@ -177,11 +213,31 @@ mod tests {
     fn other_templates_roles_and_empty_conversations_are_refused() {
         let llama2 = "{{ bos_token }}{% for message in messages %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endfor %}";
         let err = ChatTemplate::from_jinja(llama2).unwrap_err().to_string();
-        assert!(err.contains("not ChatML") && err.contains("/v1/completions"), "{err}");
+        assert!(err.contains("neither ChatML") && err.contains("/v1/completions"), "{err}");
         let t = ChatTemplate::ChatMl { default_system: None };
         let err = t.render(&[ChatMessage::new("tool", "{}")]).unwrap_err().to_string();
         assert!(err.contains("role `tool`"), "{err}");
         assert!(t.render(&[]).is_err());
+    }
+
+    /// The shape of Gemma 3's template, written for this test.
+    const GEMMA_LIKE: &str = "{{ bos_token }}{%- if messages[0]['role'] == 'system' -%}{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}{%- set loop_messages = messages[1:] -%}{%- else -%}{%- set first_user_prefix = \"\" -%}{%- set loop_messages = messages -%}{%- endif -%}{%- for message in loop_messages -%}{%- if (message['role'] == 'assistant') -%}{%- set role = \"model\" -%}{%- else -%}{%- set role = message['role'] -%}{%- endif -%}{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}{{ message['content'] | trim }}{{ '<end_of_turn>\n' }}{%- endfor -%}{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}";
+
+    #[test]
+    fn gemma_turns_with_the_system_message_in_the_first_user_turn() {
+        let t = ChatTemplate::from_jinja(GEMMA_LIKE).unwrap();
+        assert_eq!(t, ChatTemplate::Gemma);
+        assert_eq!(t.render(&[ChatMessage::new("user", " def f(x):\n")]).unwrap(), "<start_of_turn>user\ndef f(x):<end_of_turn>\n<start_of_turn>model\n");
+        let got = t
+            .render(&[ChatMessage::new("system", "S"), ChatMessage::new("user", "U"), ChatMessage::new("assistant", "A"), ChatMessage::new("user", "V")])
+            .unwrap();
+        assert_eq!(
+            got,
+            "<start_of_turn>user\nS\n\nU<end_of_turn>\n<start_of_turn>model\nA<end_of_turn>\n<start_of_turn>user\nV<end_of_turn>\n<start_of_turn>model\n"
+        );
+        let err = t.render(&[ChatMessage::new("user", "U"), ChatMessage::new("system", "S")]).unwrap_err().to_string();
+        assert!(err.contains("system message only first"), "{err}");
+        assert!(t.render(&[ChatMessage::new("tool", "{}")]).is_err());
     }
 
     #[test]

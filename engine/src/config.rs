@@ -19,6 +19,9 @@ pub enum Architecture {
     Starcoder2,
     /// StarCoder / SantaCoder (`gpt_bigcode`): LayerNorm, GELU MLP, learned positions, multi-query attention.
     GptBigcode,
+    /// Gemma 3: sandwich RMSNorms, QK-norm, GeGLU, a scaled embedding, and local sliding-window
+    /// layers interleaved with global ones, each kind with its own rotary base.
+    Gemma3,
 }
 
 impl Architecture {
@@ -30,6 +33,8 @@ impl Architecture {
             "starcoder2" => Some(Self::Starcoder2),
             // llama.cpp calls gpt_bigcode "starcoder".
             "gpt_bigcode" | "starcoder" => Some(Self::GptBigcode),
+            // GGUF says `gemma3`; a Hugging Face text-only checkpoint says `gemma3_text`.
+            "gemma3" | "gemma3_text" => Some(Self::Gemma3),
             _ => None,
         }
     }
@@ -41,6 +46,7 @@ impl Architecture {
             Self::Qwen2 => "qwen2",
             Self::Starcoder2 => "starcoder2",
             Self::GptBigcode => "gpt_bigcode",
+            Self::Gemma3 => "gemma3",
         }
     }
 }
@@ -70,8 +76,41 @@ pub struct ModelConfig {
     pub rope_theta: f64,
     /// Rotary pairs are interleaved `(x0,x1),(x2,x3)…` (llama.cpp's LLaMA GGUF layout) rather than halves.
     pub rope_interleaved: bool,
-    /// Sliding-window attention span, if the model uses one.
+    /// Sliding-window attention span of every layer, if the model uses one (StarCoder2).
     pub sliding_window: Option<usize>,
+    /// Local layers interleaved with global ones (Gemma 3); `None` when every layer is alike.
+    pub local_attention: Option<LocalAttention>,
+    /// Linear rotary scaling of the global layers: positions are divided by this (1 = none).
+    pub rope_linear_factor: f64,
+    /// Queries are scaled by `query_scalar^-1/2` before attention (default: the head width).
+    pub query_scalar: f64,
+}
+
+/// Local sliding-window layers interleaved with global layers (Gemma 3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LocalAttention {
+    /// A local layer's query sees keys fewer than this many positions back.
+    pub window: usize,
+    /// Layers come in groups of this many: all local but the last, which is global.
+    pub global_every: usize,
+    /// Rotary base frequency of the local layers.
+    pub rope_theta: f64,
+}
+
+impl LocalAttention {
+    /// Whether layer `i` (from 0) is a local one.
+    pub fn is_local(&self, layer: usize) -> bool {
+        self.global_every == 0 || layer % self.global_every < self.global_every - 1
+    }
+}
+
+/// The attention spans a forward step builds masks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Windows {
+    /// The span of the ordinary mask (`None`: the whole past).
+    pub all: Option<usize>,
+    /// The span of local layers' mask, when the model has local layers.
+    pub local: Option<usize>,
 }
 
 impl ModelConfig {
@@ -88,21 +127,39 @@ impl ModelConfig {
         let num_heads = meta.usize(&key("attention.head_count"))?;
         let num_kv_heads = meta.usize_or(&key("attention.head_count_kv"), num_heads)?;
         let head_dim = meta.usize_or(&key("attention.key_length"), hidden_size / num_heads.max(1))?;
+        let gemma3 = architecture == Architecture::Gemma3;
         let norm_eps = match architecture {
-            Architecture::Llama | Architecture::Qwen2 => meta.f64(&key("attention.layer_norm_rms_epsilon"))?,
+            Architecture::Llama | Architecture::Qwen2 | Architecture::Gemma3 => {
+                meta.f64(&key("attention.layer_norm_rms_epsilon"))?
+            }
             Architecture::Starcoder2 | Architecture::GptBigcode => meta.f64(&key("attention.layer_norm_epsilon"))?,
         };
+        let mut rope_linear_factor = 1.0;
         if let Some(kind) = meta.metadata.get(&key("rope.scaling.type")) {
             let kind = kind.to_string().map(String::as_str).unwrap_or("?");
-            if kind != "none" {
-                return Err(meta.error(&key("rope.scaling.type"), format!("rope scaling `{kind}` is not supported")));
+            match kind {
+                "none" => {}
+                // Gemma 3 (4B and up) stretches its global layers' positions linearly.
+                "linear" if gemma3 => rope_linear_factor = meta.f64(&key("rope.scaling.factor"))?,
+                _ => return Err(meta.error(&key("rope.scaling.type"), format!("rope scaling `{kind}` is not supported"))),
             }
         }
+        let num_layers = meta.usize(&key("block_count"))?;
+        let local_attention = if gemma3 {
+            // llama.cpp's reading of Gemma 3 GGUFs: groups of 6 layers, the local rotary base fixed
+            // at 10,000 (neither is in the file).
+            Some(LocalAttention { window: meta.usize(&key("attention.sliding_window"))?, global_every: 6, rope_theta: 10_000.0 })
+        } else {
+            None
+        };
+        // Gemma 3 27B scales queries by the model width per head rather than the head width, as
+        // llama.cpp does (the GGUF does not say; 27B is the one with 62 layers).
+        let query_scalar = if gemma3 && num_layers == 62 { (hidden_size / num_heads.max(1)) as f64 } else { head_dim as f64 };
         let config = Self {
             architecture,
             hidden_size,
             intermediate_size: meta.usize(&key("feed_forward_length"))?,
-            num_layers: meta.usize(&key("block_count"))?,
+            num_layers,
             num_heads,
             num_kv_heads,
             head_dim,
@@ -111,6 +168,9 @@ impl ModelConfig {
             rope_theta: meta.f64_or(&key("rope.freq_base"), 10_000.0)?,
             rope_interleaved: architecture == Architecture::Llama,
             sliding_window: None,
+            local_attention,
+            rope_linear_factor,
+            query_scalar,
         };
         config.validate(path)?;
         Ok(config)
@@ -126,12 +186,24 @@ impl ModelConfig {
                 format!("`{model_type}` is an encoder, which embeds rather than generates: load it with `Embedder` (`codesweep serve --embedder DIR`)"),
             ));
         }
+        if model_type == "gemma3" {
+            return Err(cfg.error(
+                "model_type",
+                "`gemma3` is the multimodal checkpoint; load its text-only form (`gemma3_text`) or its GGUF".into(),
+            ));
+        }
         let architecture = Architecture::from_name(model_type).ok_or_else(|| EngineError::UnsupportedArchitecture {
             path: path.to_path_buf(),
             found: model_type.to_string(),
         })?;
+        let gemma3 = architecture == Architecture::Gemma3;
+        let mut rope_linear_factor = 1.0;
         if let Some(scaling) = json.get("rope_scaling").filter(|v| !v.is_null()) {
-            return Err(cfg.error("rope_scaling", format!("rope scaling {scaling} is not supported")));
+            let linear = scaling.get("rope_type").or_else(|| scaling.get("type")).and_then(Json::as_str) == Some("linear");
+            match scaling.get("factor").and_then(Json::as_f64) {
+                Some(factor) if gemma3 && linear && factor > 0.0 => rope_linear_factor = factor,
+                _ => return Err(cfg.error("rope_scaling", format!("rope scaling {scaling} is not supported"))),
+            }
         }
         let config = if architecture == Architecture::GptBigcode {
             let hidden_size = cfg.usize("n_embd")?;
@@ -150,6 +222,9 @@ impl ModelConfig {
                 rope_theta: 0.0,
                 rope_interleaved: false,
                 sliding_window: None,
+                local_attention: None,
+                rope_linear_factor,
+                query_scalar: (hidden_size / num_heads.max(1)) as f64,
             }
         } else {
             let hidden_size = cfg.usize("hidden_size")?;
@@ -157,6 +232,16 @@ impl ModelConfig {
             let eps_key = if architecture == Architecture::Starcoder2 { "norm_epsilon" } else { "rms_norm_eps" };
             let use_window = architecture == Architecture::Starcoder2
                 || json.get("use_sliding_window").and_then(Json::as_bool).unwrap_or(false);
+            let head_dim = cfg.usize_or("head_dim", hidden_size / num_heads.max(1))?;
+            let local_attention = if gemma3 {
+                Some(LocalAttention {
+                    window: cfg.usize("sliding_window")?,
+                    global_every: cfg.usize_or("sliding_window_pattern", 6)?,
+                    rope_theta: cfg.f64_or("rope_local_base_freq", 10_000.0)?,
+                })
+            } else {
+                None
+            };
             Self {
                 architecture,
                 hidden_size,
@@ -164,16 +249,24 @@ impl ModelConfig {
                 num_layers: cfg.usize("num_hidden_layers")?,
                 num_heads,
                 num_kv_heads: cfg.usize_or("num_key_value_heads", num_heads)?,
-                head_dim: cfg.usize_or("head_dim", hidden_size / num_heads.max(1))?,
+                head_dim,
                 max_positions: cfg.usize("max_position_embeddings")?,
                 norm_eps: cfg.f64(eps_key)?,
                 rope_theta: cfg.f64_or("rope_theta", 10_000.0)?,
                 rope_interleaved: false,
-                sliding_window: if use_window { cfg.optional_usize("sliding_window")? } else { None },
+                sliding_window: if use_window && !gemma3 { cfg.optional_usize("sliding_window")? } else { None },
+                local_attention,
+                rope_linear_factor,
+                query_scalar: if gemma3 { cfg.f64_or("query_pre_attn_scalar", head_dim as f64)? } else { head_dim as f64 },
             }
         };
         config.validate(path)?;
         Ok(config)
+    }
+
+    /// The attention spans of this model's masks.
+    pub fn windows(&self) -> Windows {
+        Windows { all: self.sliding_window, local: self.local_attention.map(|l| l.window) }
     }
 
     fn validate(&self, path: &Path) -> Result<()> {
@@ -190,6 +283,14 @@ impl ModelConfig {
         }
         if self.head_dim == 0 || !self.head_dim.is_multiple_of(2) {
             return Err(bad("head_dim", format!("head width {} must be even and non-zero", self.head_dim)));
+        }
+        if let Some(local) = self.local_attention {
+            if local.window == 0 || local.global_every == 0 {
+                return Err(bad("sliding_window", format!("a local window of {} in groups of {} layers", local.window, local.global_every)));
+            }
+        }
+        if !(self.rope_linear_factor > 0.0 && self.query_scalar > 0.0) {
+            return Err(bad("rope scaling", format!("factor {} and query scalar {} must be positive", self.rope_linear_factor, self.query_scalar)));
         }
         if self.num_layers == 0 || self.hidden_size == 0 {
             return Err(bad("layers", "the model has no layers or a zero hidden size".into()));

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// Architectures the engine can run, as named in GGUF `general.architecture` or `config.json` `model_type`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["qwen2", "llama", "starcoder2", "gpt_bigcode (GGUF: starcoder)"];
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &["qwen2", "llama", "starcoder2", "gpt_bigcode (GGUF: starcoder)", "gemma3 (Hugging Face: gemma3_text)"];
 
 /// Errors from loading models and tokenizers, and from generation.
 #[derive(Debug, thiserror::Error)]

@@ -66,9 +66,22 @@ impl Rotary {
         dtype: DType,
         device: &Device,
     ) -> candle_core::Result<Self> {
+        Self::linearly_scaled(head_dim, max_positions, theta, 1.0, interleaved, dtype, device)
+    }
+
+    /// [`Rotary::new`] with positions divided by `factor` (linear rope scaling).
+    pub fn linearly_scaled(
+        head_dim: usize,
+        max_positions: usize,
+        theta: f64,
+        factor: f64,
+        interleaved: bool,
+        dtype: DType,
+        device: &Device,
+    ) -> candle_core::Result<Self> {
         let half = head_dim / 2;
         let inv_freq: Vec<f32> =
-            (0..half).map(|i| (1.0 / theta.powf(2.0 * i as f64 / head_dim as f64)) as f32).collect();
+            (0..half).map(|i| (1.0 / theta.powf(2.0 * i as f64 / head_dim as f64) / factor) as f32).collect();
         let inv_freq = Tensor::from_vec(inv_freq, (1, half), device)?;
         let positions = Tensor::arange(0u32, max_positions as u32, device)?.to_dtype(DType::F32)?;
         // (max_positions, half)
@@ -249,7 +262,8 @@ pub(crate) fn candle_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor
     y.reshape((b, heads, t, d))?.transpose(1, 2)?.reshape((b, t, heads * d))
 }
 
-/// Self-attention with separate q/k/v projections and rotary positions (LLaMA, Qwen2, StarCoder2).
+/// Self-attention with separate q/k/v projections and rotary positions (LLaMA, Qwen2, StarCoder2,
+/// Gemma 3).
 #[derive(Debug, Clone)]
 pub struct RotaryAttention {
     q: Linear,
@@ -259,6 +273,10 @@ pub struct RotaryAttention {
     heads: usize,
     kv_heads: usize,
     head_dim: usize,
+    /// RMSNorms over each query and key head before the rotation (Gemma 3's QK-norm).
+    qk_norm: Option<(Norm, Norm)>,
+    /// Multiplies the queries when the model's query scale is not the head width's.
+    query_rescale: Option<f64>,
 }
 
 impl RotaryAttention {
@@ -280,7 +298,15 @@ impl RotaryAttention {
             heads: cfg.num_heads,
             kv_heads: cfg.num_kv_heads,
             head_dim: d,
+            qk_norm: None,
+            // Attention divides by √d; a model scaled by another width gets the difference here.
+            query_rescale: (cfg.query_scalar != d as f64).then(|| (d as f64 / cfg.query_scalar).sqrt()),
         })
+    }
+
+    /// Adds RMSNorms (query, key), each of the head width, applied per head before the rotation.
+    pub fn with_qk_norm(self, q_norm: Norm, k_norm: Norm) -> Self {
+        Self { qk_norm: Some((q_norm, k_norm)), ..self }
     }
 
     /// `x`: (b, t, hidden) → (b, t, hidden); appends this chunk's keys/values to `cache` at `layer`.
@@ -296,36 +322,53 @@ impl RotaryAttention {
         let (b, t, _) = x.dims3()?;
         let d = self.head_dim;
         let split = |y: Tensor, n: usize| y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous();
-        let q = rotary.apply(&split(self.q.forward(x)?, self.heads)?, positions)?;
-        let k = rotary.apply(&split(self.k.forward(x)?, self.kv_heads)?, positions)?;
+        // (b, heads, t, d) and (b, kv_heads, t, d)
+        let (mut q, mut k) = (split(self.q.forward(x)?, self.heads)?, split(self.k.forward(x)?, self.kv_heads)?);
+        if let Some((q_norm, k_norm)) = &self.qk_norm {
+            q = q_norm.forward(&q)?;
+            k = k_norm.forward(&k)?;
+        }
+        let mut q = rotary.apply(&q, positions)?;
+        let k = rotary.apply(&k, positions)?;
+        if let Some(scale) = self.query_rescale {
+            q = (q * scale)?;
+        }
         let v = split(self.v.forward(x)?, self.kv_heads)?;
         let (k, v) = cache.append(layer, k, v)?;
         self.o.forward(&attention(&q, &k, &v, mask)?)
     }
 }
 
-/// SiLU-gated MLP (LLaMA, Qwen2): `down(silu(gate(x)) * up(x))`.
+/// Gated MLP: `down(act(gate(x)) * up(x))`, SiLU (LLaMA, Qwen2) or tanh-GELU (Gemma's GeGLU).
 #[derive(Debug, Clone)]
 pub struct GatedMlp {
     gate: Linear,
     up: Linear,
     down: Linear,
+    gelu: bool,
 }
 
 impl GatedMlp {
-    /// Loads gate, up and down projections.
+    /// Loads gate, up and down projections of a SiLU-gated MLP.
     pub fn load(w: &mut Weights, names: [Name; 3], hidden: usize, inner: usize) -> crate::Result<Self> {
         let [g, u, d] = names;
         Ok(Self {
             gate: w.linear(&g, inner, hidden, false)?,
             up: w.linear(&u, inner, hidden, false)?,
             down: w.linear(&d, hidden, inner, false)?,
+            gelu: false,
         })
+    }
+
+    /// The same MLP gated by GELU (tanh approximation) instead of SiLU.
+    pub fn with_gelu(self) -> Self {
+        Self { gelu: true, ..self }
     }
 
     /// (b, t, hidden) → (b, t, hidden).
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let gate = candle_nn::ops::silu(&self.gate.forward(x)?)?;
+        let gate = self.gate.forward(x)?;
+        let gate = if self.gelu { gate.gelu()? } else { candle_nn::ops::silu(&gate)? };
         self.down.forward(&(gate * self.up.forward(x)?)?)
     }
 }

@@ -20,8 +20,8 @@ use common::Arch;
 
 fn last_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
     let mut cache = KvCache::new(model.config.num_layers);
-    let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.sliding_window, DType::F32, &Device::Cpu).unwrap();
-    model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap()
+    let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.windows(), DType::F32, &Device::Cpu).unwrap();
+    model.network.forward(&step, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap()
 }
 
 #[test]

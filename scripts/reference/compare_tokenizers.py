@@ -80,17 +80,29 @@ def first_difference(a, b):
 
 def compare(corpus_path, ours_path, tiktoken_file, gguf_path, llama_tokenize, per_language):
     import gguf
-    import tiktoken
 
     texts = [json.loads(line) for line in Path(corpus_path).read_text().splitlines()]
     ours = [json.loads(line)["ids"] for line in Path(ours_path).read_text().splitlines()]
     if len(texts) != len(ours):
         raise SystemExit(f"{ours_path}: {len(ours)} lines for {len(texts)} texts")
 
-    ranks = load_ranks(tiktoken_file)
     reader = gguf.GGUFReader(gguf_path)
     field = reader.fields["tokenizer.ggml.tokens"]
     tokens = [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+    pre = reader.fields.get("tokenizer.ggml.pre")
+    if pre is None or bytes(pre.parts[pre.data[0]]).decode() != "qwen2":
+        # Qwen's ranks are the reference of Qwen's vocabulary only; other models (Gemma's
+        # SentencePiece) are checked against llama.cpp alone.
+        print("vocabulary: not Qwen's (tokenizer.ggml.pre is not qwen2): the tiktoken reference is skipped")
+    else:
+        compare_with_ranks(texts, ours, tokens, tiktoken_file)
+    compare_with_llama_tokenize(texts, ours, gguf_path, llama_tokenize, per_language)
+
+
+def compare_with_ranks(texts, ours, tokens, tiktoken_file):
+    import tiktoken
+
+    ranks = load_ranks(tiktoken_file)
     to_byte = byte_level_decoder()
     vocab_same = sum(1 for i, t in enumerate(tokens[: len(ranks)]) if ranks.get(bytes(to_byte[c] for c in t)) == i)
     print(f"vocabulary: GGUF tokens 0..{len(ranks) - 1} equal to qwen.tiktoken ranks: {vocab_same}/{len(ranks)}"
@@ -115,6 +127,8 @@ def compare(corpus_path, ours_path, tiktoken_file, gguf_path, llama_tokenize, pe
     print(f"ours vs original Qwen BPE ranks (tiktoken, NFC): {len(texts) - mismatches}/{len(texts)} texts identical,"
           f" {total_tokens} reference tokens")
 
+
+def compare_with_llama_tokenize(texts, ours, gguf_path, llama_tokenize, per_language):
     chosen = []
     counts = {}
     for row, ids in zip(texts, ours):

@@ -74,7 +74,8 @@ def greedy(bin_dir, model, ours_path, out_path):
                 [f"{bin_dir}/llama-simple", "-m", model, "-n", str(row["max_new_tokens"]), prompt],
                 capture_output=True, check=True,
             )
-            stdout = run.stdout
+            # llama-simple echoes the prompt's pieces, BOS included (Gemma's `<bos>`).
+            stdout = run.stdout.removeprefix(b"<bos>")
             head = prompt.encode()
             if not stdout.startswith(head):
                 raise SystemExit(f"{row['id']}: llama-simple did not echo the prompt back (tokenization differs?)")

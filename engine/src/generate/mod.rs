@@ -289,7 +289,7 @@ impl<'m> Generator<'m> {
     ) -> Result<Vec<(usize, usize, Completion)>> {
         let started = Instant::now();
         let model = self.model;
-        let window = model.config.sliding_window;
+        let windows = model.config.windows();
         let longest = rows.iter().map(|s| s.prompt.len()).max().unwrap_or(0);
         let mut pads: Vec<usize> = rows.iter().map(|s| longest - s.prompt.len()).collect();
         stats.batches += 1;
@@ -306,8 +306,8 @@ impl<'m> Generator<'m> {
                 .zip(&pads)
                 .map(|(s, &pad)| (start..start + t).map(|c| if c < pad { 0 } else { s.prompt[c - pad] }).collect())
                 .collect();
-            let step = step_inputs(&cols, &pads, start, window, model.dtype, &model.device)?;
-            logits = Some(model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache)?);
+            let step = step_inputs(&cols, &pads, start, windows, model.dtype, &model.device)?;
+            logits = Some(model.network.forward(&step, &mut cache)?);
             start += t;
         }
         let mut logits = match logits {
@@ -356,9 +356,9 @@ impl<'m> Generator<'m> {
             }
             let start = cache.columns();
             let cols: Vec<Vec<u32>> = rows.iter().map(|s| vec![*s.generated.last().unwrap_or(&0)]).collect();
-            let step = step_inputs(&cols, &pads, start, window, model.dtype, &model.device)?;
+            let step = step_inputs(&cols, &pads, start, windows, model.dtype, &model.device)?;
             stats.decode_rows += rows.len();
-            logits = model.network.forward(&step.tokens, &step.positions, &step.mask, &mut cache)?;
+            logits = model.network.forward(&step, &mut cache)?;
             table = logits.to_vec2()?;
         }
         stats.decode_time += decode_started.elapsed();

@@ -1,6 +1,7 @@
 //! The architectures, and loading a model (weights, configuration, tokenizer) from a GGUF file or
 //! a Hugging Face directory.
 
+pub mod gemma3;
 pub mod gpt_bigcode;
 pub mod rotary;
 
@@ -13,6 +14,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::config::{Architecture, ModelConfig};
 use crate::error::{EngineError, Result};
+use crate::generate::batch::StepInputs;
 use crate::layers::KvCache;
 use crate::tokenizer::{tokenizer_json_from_gguf, TextTokenizer};
 use crate::weights::Weights;
@@ -23,15 +25,27 @@ pub enum Network {
     Rotary(rotary::RotaryDecoder),
     /// GPT-BigCode.
     GptBigcode(gpt_bigcode::GptBigcode),
+    /// Gemma 3.
+    Gemma3(gemma3::Gemma3),
 }
 
 impl Network {
-    /// Runs `tokens` (b, t) at `positions` (b, t) with `mask` (b, 1, t, columns), appending to
-    /// `cache`; returns the logits of each row's last position, (b, vocab) in f32.
-    pub fn forward(&self, tokens: &Tensor, positions: &Tensor, mask: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+    /// Runs one step — `tokens` (b, t) at `positions` (b, t) under `mask` (b, 1, t, columns), and
+    /// `local_mask` for local layers — appending to `cache`; returns the logits of each row's last
+    /// position, (b, vocab) in f32.
+    pub fn forward(&self, step: &StepInputs, cache: &mut KvCache) -> Result<Tensor> {
+        let (tokens, positions, mask) = (&step.tokens, &step.positions, &step.mask);
         Ok(match self {
             Self::Rotary(m) => m.forward(tokens, positions, mask, cache)?,
             Self::GptBigcode(m) => m.forward(tokens, positions, mask, cache)?,
+            Self::Gemma3(m) => {
+                let local_mask = step.local_mask.as_ref().ok_or_else(|| {
+                    EngineError::Candle(candle_core::Error::Msg(
+                        "a Gemma 3 step needs the local layers' mask: build it with the model's windows()".into(),
+                    ))
+                })?;
+                m.forward(tokens, positions, mask, local_mask, cache)?
+            }
         })
     }
 }
@@ -151,6 +165,7 @@ fn build_network(w: &mut Weights, cfg: &ModelConfig) -> Result<Network> {
             Network::Rotary(rotary::RotaryDecoder::load(w, cfg)?)
         }
         Architecture::GptBigcode => Network::GptBigcode(gpt_bigcode::GptBigcode::load(w, cfg)?),
+        Architecture::Gemma3 => Network::Gemma3(gemma3::Gemma3::load(w, cfg)?),
     })
 }
 

@@ -166,16 +166,31 @@ pub fn tokenizer_json_from_gguf(path: &Path, md: &HashMap<String, Value>) -> Res
             }
             let unk = meta.id("tokenizer.ggml.unknown_token_id").and_then(|i| tokens.get(i as usize)).copied();
             let add_bos = meta.flag("tokenizer.ggml.add_bos_token").unwrap_or(true);
+            // LLaMA's SentencePiece models put "▁" before the text (and decoding strips it);
+            // Gemma's do not (`add_space_prefix` false).
+            let space_prefix = meta.flag("tokenizer.ggml.add_space_prefix").unwrap_or(true);
+            let replace_spaces = json!({"type": "Replace", "pattern": {"String": " "}, "content": "▁"});
+            let normalizers = if space_prefix { vec![json!({"type": "Prepend", "prepend": "▁"}), replace_spaces] } else { vec![replace_spaces] };
+            let mut decoders = vec![
+                json!({"type": "Replace", "pattern": {"String": "▁"}, "content": " "}),
+                json!({"type": "ByteFallback"}),
+                json!({"type": "Fuse"}),
+            ];
+            if space_prefix {
+                decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
+            }
+            // Gemma ends a chat turn with `<end_of_turn>`, which llama.cpp also treats as an end.
+            if let Some(eot) = tokens.iter().zip(&types).position(|(t, ty)| *t == "<end_of_turn>" && *ty == TOKEN_CONTROL) {
+                if !eos_ids.contains(&(eot as u32)) {
+                    eos_ids.push(eot as u32);
+                }
+            }
             json!({
                 "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
-                "normalizer": {"type": "Sequence", "normalizers": [
-                    {"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+                "normalizer": {"type": "Sequence", "normalizers": normalizers},
                 "pre_tokenizer": null,
                 "post_processor": post_processor(add_bos, bos, &tokens)?,
-                "decoder": {"type": "Sequence", "decoders": [
-                    {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
-                    {"type": "ByteFallback"}, {"type": "Fuse"},
-                    {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+                "decoder": {"type": "Sequence", "decoders": decoders},
                 "model": {"type": "BPE", "dropout": null, "unk_token": unk, "continuing_subword_prefix": null,
                           "end_of_word_suffix": null, "fuse_unk": true, "byte_fallback": true,
                           "ignore_merges": false, "vocab": vocab, "merges": sentencepiece_merges(&tokens, &scores)}
@@ -220,4 +235,48 @@ fn sentencepiece_merges(tokens: &[&str], scores: &[f64]) -> Vec<Json> {
     // Stable: equal scores keep vocabulary order.
     merges.sort_by(|a, b| b.0.total_cmp(&a.0));
     merges.into_iter().map(|(_, _, l, r)| json!([tokens[l], tokens[r]])).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::TextTokenizer;
+
+    /// A SentencePiece vocabulary in GGUF metadata: LLaMA's space prefix or Gemma's none.
+    fn spm(space_prefix: Option<bool>) -> HashMap<String, Value> {
+        let pieces = ["<unk>", "<bos>", "<eos>", "<end_of_turn>", "▁", "a", "b", "ab", "▁a", "▁ab", "\n"];
+        let types = [2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 4];
+        let mut md = HashMap::from([
+            ("tokenizer.ggml.model".to_string(), Value::String("llama".into())),
+            ("tokenizer.ggml.tokens".to_string(), Value::Array(pieces.iter().map(|p| Value::String(p.to_string())).collect())),
+            ("tokenizer.ggml.scores".to_string(), Value::Array((0..pieces.len()).map(|i| Value::F32(-(i as f32))).collect())),
+            ("tokenizer.ggml.token_type".to_string(), Value::Array(types.iter().map(|t| Value::I32(*t)).collect())),
+            ("tokenizer.ggml.bos_token_id".to_string(), Value::U32(1)),
+            ("tokenizer.ggml.eos_token_id".to_string(), Value::U32(2)),
+            ("tokenizer.ggml.unknown_token_id".to_string(), Value::U32(0)),
+        ]);
+        if let Some(flag) = space_prefix {
+            md.insert("tokenizer.ggml.add_space_prefix".into(), Value::Bool(flag));
+        }
+        md
+    }
+
+    fn load(md: &HashMap<String, Value>) -> TextTokenizer {
+        let built = tokenizer_json_from_gguf(Path::new("spm.gguf"), md).unwrap();
+        TextTokenizer::from_json(&built.json, built.eos_ids).unwrap()
+    }
+
+    #[test]
+    fn gemma_vocabularies_have_no_space_prefix_and_end_turns() {
+        let gemma = load(&spm(Some(false)));
+        // BOS first; "ab" keeps no "▁"; the newline is a user-defined piece of its own.
+        assert_eq!(gemma.encode("ab ab\n").unwrap(), vec![1, 7, 9, 10]);
+        assert_eq!(gemma.decode(&[7, 9, 10]).unwrap(), "ab ab\n");
+        assert_eq!(gemma.eos_ids(), &[2, 3]);
+
+        for llama in [load(&spm(Some(true))), load(&spm(None))] {
+            assert_eq!(llama.encode("ab ab").unwrap(), vec![1, 9, 9]);
+            assert_eq!(llama.decode(&[9, 9]).unwrap(), "ab ab");
+        }
+    }
 }

@@ -188,10 +188,16 @@ pub enum Arch {
     Starcoder2,
     /// GPT-BigCode (StarCoder 1): multi-query attention, learned positions.
     GptBigcode,
+    /// Gemma 3: sandwich norms, QK-norm, GeGLU, five local layers of window
+    /// [`GEMMA_WINDOW`] then one global layer.
+    Gemma3,
 }
 
 /// Every architecture under test.
-pub const ALL_ARCHS: [Arch; 4] = [Arch::Qwen2, Arch::Llama, Arch::Starcoder2, Arch::GptBigcode];
+pub const ALL_ARCHS: [Arch; 5] = [Arch::Qwen2, Arch::Llama, Arch::Starcoder2, Arch::GptBigcode, Arch::Gemma3];
+
+/// The tiny Gemma 3's local attention window: shorter than most test prompts, so it matters.
+pub const GEMMA_WINDOW: usize = 8;
 
 impl Arch {
     fn gguf_name(self) -> &'static str {
@@ -200,6 +206,7 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Starcoder2 => "starcoder2",
             Arch::GptBigcode => "starcoder",
+            Arch::Gemma3 => "gemma3",
         }
     }
     fn hf_name(self) -> &'static str {
@@ -208,10 +215,15 @@ impl Arch {
             Arch::Llama => "llama",
             Arch::Starcoder2 => "starcoder2",
             Arch::GptBigcode => "gpt_bigcode",
+            Arch::Gemma3 => "gemma3_text",
         }
     }
     fn kv_heads(self) -> usize {
         if self == Arch::GptBigcode { 1 } else { 2 }
+    }
+    /// Layers: Gemma 3 needs six for one group of local layers and its global layer.
+    pub fn layers(self) -> usize {
+        if self == Arch::Gemma3 { 6 } else { LAYERS }
     }
 }
 
@@ -270,6 +282,35 @@ fn parameters(arch: Arch, vocab: usize, seed: u64) -> Vec<(String, String, Tenso
                 add("output.weight".into(), "lm_head.weight".into(), &[vocab, h], w, 0.0, &mut rng);
             }
         }
+        Arch::Gemma3 => {
+            add("token_embd.weight".into(), "model.embed_tokens.weight".into(), &[vocab, h], 0.2, 0.0, &mut rng);
+            for i in 0..arch.layers() {
+                let g = |s: &str| format!("blk.{i}.{s}");
+                let f = |s: &str| format!("model.layers.{i}.{s}");
+                for (gn, fname) in [
+                    ("attn_norm", "input_layernorm"),
+                    ("post_attention_norm", "post_attention_layernorm"),
+                    ("ffn_norm", "pre_feedforward_layernorm"),
+                    ("post_ffw_norm", "post_feedforward_layernorm"),
+                ] {
+                    add(g(&format!("{gn}.weight")), f(&format!("{fname}.weight")), &[h], 0.1, 1.0, &mut rng);
+                }
+                add(g("attn_q_norm.weight"), f("self_attn.q_norm.weight"), &[HEAD_DIM], 0.1, 1.0, &mut rng);
+                add(g("attn_k_norm.weight"), f("self_attn.k_norm.weight"), &[HEAD_DIM], 0.1, 1.0, &mut rng);
+                for (gn, fname, out, inp) in [
+                    ("attn_q", "self_attn.q_proj", HEADS * HEAD_DIM, h),
+                    ("attn_k", "self_attn.k_proj", kv, h),
+                    ("attn_v", "self_attn.v_proj", kv, h),
+                    ("attn_output", "self_attn.o_proj", h, HEADS * HEAD_DIM),
+                    ("ffn_gate", "mlp.gate_proj", INTER, h),
+                    ("ffn_up", "mlp.up_proj", INTER, h),
+                    ("ffn_down", "mlp.down_proj", h, INTER),
+                ] {
+                    add(g(&format!("{gn}.weight")), f(&format!("{fname}.weight")), &[out, inp], w, 0.0, &mut rng);
+                }
+            }
+            add("output_norm.weight".into(), "model.norm.weight".into(), &[h], 0.1, 1.0, &mut rng);
+        }
         Arch::GptBigcode => {
             add("token_embd.weight".into(), "transformer.wte.weight".into(), &[vocab, h], 0.2, 0.0, &mut rng);
             add("position_embd.weight".into(), "transformer.wpe.weight".into(), &[MAX_POS, h], 0.5, 0.0, &mut rng);
@@ -315,14 +356,18 @@ fn write_gguf_with(dir: &Path, arch: Arch, qtype: GgmlDType, tokenizer_json: &st
         ("general.architecture".into(), V::String(a.into())),
         (format!("{a}.embedding_length"), V::U32(HIDDEN as u32)),
         (format!("{a}.feed_forward_length"), V::U32(INTER as u32)),
-        (format!("{a}.block_count"), V::U32(LAYERS as u32)),
+        (format!("{a}.block_count"), V::U32(arch.layers() as u32)),
         (format!("{a}.attention.head_count"), V::U32(HEADS as u32)),
         (format!("{a}.attention.head_count_kv"), V::U32(arch.kv_heads() as u32)),
         (format!("{a}.context_length"), V::U32(MAX_POS as u32)),
         (format!("{a}.rope.freq_base"), V::F32(10_000.0)),
     ];
-    let eps_key = if matches!(arch, Arch::Qwen2 | Arch::Llama) { "layer_norm_rms_epsilon" } else { "layer_norm_epsilon" };
+    let eps_key = if matches!(arch, Arch::Qwen2 | Arch::Llama | Arch::Gemma3) { "layer_norm_rms_epsilon" } else { "layer_norm_epsilon" };
     md.push((format!("{a}.attention.{eps_key}"), V::F32(1e-5)));
+    if arch == Arch::Gemma3 {
+        md.push((format!("{a}.attention.sliding_window"), V::U32(GEMMA_WINDOW as u32)));
+        md.push((format!("{a}.attention.key_length"), V::U32(HEAD_DIM as u32)));
+    }
     md.extend(gguf_tokenizer_metadata(tokenizer_json, "qwen2"));
     if let Some(t) = chat_template {
         md.push(("tokenizer.chat_template".into(), V::String(t.into())));
@@ -364,12 +409,28 @@ pub fn write_hf(dir: &Path, arch: Arch, tokenizer_json: &str) -> PathBuf {
             if arch == Arch::Starcoder2 {
                 c["sliding_window"] = json!(64);
             }
+            if arch == Arch::Gemma3 {
+                c["num_hidden_layers"] = json!(arch.layers());
+                c["head_dim"] = json!(HEAD_DIM);
+                c["sliding_window"] = json!(GEMMA_WINDOW);
+                c["sliding_window_pattern"] = json!(6);
+                c["rope_local_base_freq"] = json!(10000.0);
+                c["query_pre_attn_scalar"] = json!(HEAD_DIM);
+                c["hidden_activation"] = json!("gelu_pytorch_tanh");
+            }
             c
         }
     };
     std::fs::write(root.join("config.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
     std::fs::write(root.join("tokenizer.json"), tokenizer_json).unwrap();
-    let tensors: HashMap<String, Tensor> = parameters(arch, vocab, 11).into_iter().map(|(_, f, t)| (f, t)).collect();
+    let tensors: HashMap<String, Tensor> = parameters(arch, vocab, 11)
+        .into_iter()
+        .map(|(_, f, t)| {
+            // Gemma's checkpoints store norm weights as `w - 1` (GGUF converters add the 1 back).
+            let t = if arch == Arch::Gemma3 && f.contains("norm") { (t - 1.0).unwrap() } else { t };
+            (f, t)
+        })
+        .collect();
     candle_core::safetensors::save(&tensors, root.join("model.safetensors")).unwrap();
     root
 }
