@@ -205,12 +205,13 @@ fn main() -> BoxResult<()> {
             long.push(synthetic_prompt(tok, &words, prompt_tokens, i as u64)?);
         }
     } else {
-        // N-token prompts (512 by default): the last N tokens of long real prompts, decoded back to text.
+        // N-token prompts (512 by default): the last N tokens of long real prompts, decoded back to
+        // text (counted without the BOS a tokenizer such as Gemma's adds).
         for (_, p) in &prompts {
             let ids = tok.tokenize(p)?;
             if ids.len() >= prompt_tokens + 48 {
                 let text = tok.inner().decode(&ids[ids.len() - prompt_tokens..], false).map_err(|e| e.to_string())?;
-                if tok.encode(&text)?.len() == prompt_tokens {
+                if tok.tokenize(&text)?.len() == prompt_tokens {
                     long.push(text);
                 }
             }
