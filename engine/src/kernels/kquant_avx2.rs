@@ -1,8 +1,13 @@
 //! AVX2 kernels for Q4_K / Q6_K tiles × Q8_K: each 64-byte tile register as two halves of eight
 //! weight rows, `vpmaddubsw` + `vpmaddwd` in place of `vpdpbusd` (the same exact integers), and
 //! the float steps of `kquant`, lane for lane those of the AVX-512 kernel.
+//!
+//! Two activation rows share each decoded weight register, and `vpmaddubsw`'s 16-bit pair sums are
+//! added in 16 bits as far as they cannot overflow (|activation| ≤ 128: a Q4_K sub-block's eight
+//! groups, ≤ 8 · 2 · 15 · 128 = 30,720; a Q6_K pair of groups, ≤ 2 · 2 · 63 · 128 = 32,256) before
+//! one `vpmaddwd` widens them, which is llama.cpp's AVX2 shape with fewer widenings.
 
-// The kernel indexes its two register halves by number on purpose.
+// The kernel indexes fixed-size register arrays by row and half on purpose.
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::*;
@@ -11,6 +16,9 @@ use std::ops::Range;
 use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
 use super::{for_each_micro_tile, TILE};
 
+/// Activation rows per micro-tile.
+const MR: usize = 2;
+
 /// Computes `out[i·ld + j]` for `i` in `rows`, `j` in `cols`; `cols.start` is a multiple of
 /// [`TILE`].
 ///
@@ -18,33 +26,34 @@ use super::{for_each_micro_tile, TILE};
 /// AVX2 and FMA must be present; `out` valid for those writes; ranges within the operands.
 #[target_feature(enable = "avx2,fma")]
 pub(super) unsafe fn tile(w: &KQuantWeights, x: &Q8KRows, rows: Range<usize>, cols: Range<usize>, out: *mut f32, ld: usize) {
-    for_each_micro_tile(rows, cols, 1, |i, _, t, width| {
-        // SAFETY: row i and tile t are within the operands.
+    for_each_micro_tile(rows, cols, MR, |i, run, t, width| {
+        // SAFETY: rows i..i + run and tile t are within the operands.
         unsafe {
-            match w.format() {
-                KQuantFormat::Q4K => row_times_tile::<false>(w, x, i, t, out, ld, width),
-                KQuantFormat::Q6K => row_times_tile::<true>(w, x, i, t, out, ld, width),
+            match (w.format(), run) {
+                (KQuantFormat::Q4K, 2) => micro::<false, 2>(w, x, i, t, out, ld, width),
+                (KQuantFormat::Q4K, _) => micro::<false, 1>(w, x, i, t, out, ld, width),
+                (KQuantFormat::Q6K, 2) => micro::<true, 2>(w, x, i, t, out, ld, width),
+                (KQuantFormat::Q6K, _) => micro::<true, 1>(w, x, i, t, out, ld, width),
             }
         }
     });
 }
 
-/// `acc + Σ` over each lane's four byte products, unsigned `w` × signed `a` (what `vpdpbusd`
-/// does; the 16-bit pair sums cannot saturate for 6-bit weights).
+/// Four activations broadcast to every 32-bit lane.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn dot4(acc: __m256i, w: __m256i, a: __m256i) -> __m256i {
-    _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)))
+unsafe fn four(p: *const i8) -> __m256i {
+    unsafe { _mm256_set1_epi32((p as *const i32).read_unaligned()) }
 }
 
-/// Activation row `i` times tile `t`, written to the first `width` outputs.
+/// `R` activation rows from `i0` times tile `t`, written to the first `width` outputs.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn row_times_tile<const Q6: bool>(
+unsafe fn micro<const Q6: bool, const R: usize>(
     w: &KQuantWeights,
     x: &Q8KRows,
-    i: usize,
+    i0: usize,
     t: usize,
     out: *mut f32,
     ld: usize,
@@ -54,22 +63,24 @@ unsafe fn row_times_tile<const Q6: bool>(
     let (subs, block_bytes) = (format.sub_blocks(), format.tile_block_bytes());
     let nibble = _mm256_set1_epi8(0x0f);
     let pair_bits = _mm256_set1_epi8(0x30);
-    let mut acc = [_mm256_setzero_ps(); 2];
-    // SAFETY: pointers start at the operands' row and tile and stay within `blocks` super-blocks.
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    // SAFETY: pointers start at the operands' rows and tile and stay within `blocks` super-blocks.
     unsafe {
         let (data0, scales0, d0) = (w.tile_data(t, 0), w.tile_scales(t, 0), w.tile_d(t, 0));
         let (mins0, dmin0) = if Q6 { (std::ptr::null(), std::ptr::null()) } else { (w.tile_mins(t, 0), w.tile_dmin(t, 0)) };
-        let (xq, xd) = (x.row_quants(i), x.row_d(i));
-        let xs = if Q6 { x.row_sums16(i) } else { x.row_sums32(i) };
+        let xq: [*const i8; R] = std::array::from_fn(|r| x.row_quants(i0 + r));
+        let xd: [*const f32; R] = std::array::from_fn(|r| x.row_d(i0 + r));
+        let xs: [*const i32; R] = std::array::from_fn(|r| if Q6 { x.row_sums16(i0 + r) } else { x.row_sums32(i0 + r) });
         let load = |p: *const u8, half: usize| _mm256_loadu_si256(p.add(32 * half).cast());
         for b in 0..w.blocks() {
             let data = data0.add(b * block_bytes);
             let scales = scales0.add(b * subs * TILE);
-            for half in 0..2 {
-                let mut whole = _mm256_setzero_si256();
-                let mut minimums = _mm256_setzero_si256();
-                for sub in 0..subs {
-                    let mut dot = _mm256_setzero_si256();
+            let mut whole = [[_mm256_setzero_si256(); 2]; R];
+            for sub in 0..subs {
+                for half in 0..2 {
+                    // dots[r]: row r's exact dot product with this sub-block, per weight row.
+                    let mut dots = [_mm256_setzero_si256(); R];
                     if Q6 {
                         let base = data.add(sub * 3 * 64);
                         let (low01, low23, high) = (load(base, half), load(base.add(64), half), load(base.add(128), half));
@@ -85,42 +96,65 @@ unsafe fn row_times_tile<const Q6: bool>(
                                 _mm256_and_si256(_mm256_srli_epi16(high, 2), pair_bits),
                             ),
                         ];
-                        let a = xq.add(b * SUPER_BLOCK + sub * 16);
-                        for (g, weights) in groups.iter().enumerate() {
-                            dot = dot4(dot, *weights, _mm256_set1_epi32((a.add(4 * g) as *const i32).read_unaligned()));
+                        for r in 0..R {
+                            let a = xq[r].add(b * SUPER_BLOCK + sub * 16);
+                            let p01 = _mm256_add_epi16(_mm256_maddubs_epi16(groups[0], four(a)), _mm256_maddubs_epi16(groups[1], four(a.add(4))));
+                            let p23 = _mm256_add_epi16(_mm256_maddubs_epi16(groups[2], four(a.add(8))), _mm256_maddubs_epi16(groups[3], four(a.add(12))));
+                            dots[r] = _mm256_add_epi32(_mm256_madd_epi16(p01, ones), _mm256_madd_epi16(p23, ones));
                         }
                     } else {
-                        for j in 0..4 {
-                            let packed = load(data.add((sub * 4 + j) * 64), half);
-                            let a = xq.add(b * SUPER_BLOCK + sub * 32 + 4 * j);
-                            let four = |p: *const i8| _mm256_set1_epi32((p as *const i32).read_unaligned());
-                            dot = dot4(dot, _mm256_and_si256(packed, nibble), four(a));
-                            dot = dot4(dot, _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble), four(a.add(16)));
+                        let packed: [__m256i; 4] = std::array::from_fn(|j| load(data.add((sub * 4 + j) * 64), half));
+                        let low: [__m256i; 4] = std::array::from_fn(|j| _mm256_and_si256(packed[j], nibble));
+                        let high: [__m256i; 4] = std::array::from_fn(|j| _mm256_and_si256(_mm256_srli_epi16(packed[j], 4), nibble));
+                        for r in 0..R {
+                            let a = xq[r].add(b * SUPER_BLOCK + sub * 32);
+                            let mut pairs = _mm256_setzero_si256();
+                            for j in 0..4 {
+                                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(low[j], four(a.add(4 * j))));
+                                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(high[j], four(a.add(16 + 4 * j))));
+                            }
+                            dots[r] = _mm256_madd_epi16(pairs, ones);
                         }
-                    }
-                    let activation_sum = *xs.add(b * subs + sub);
-                    if Q6 {
-                        dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(32 * activation_sum));
-                    } else {
-                        let min = _mm256_cvtepu8_epi32(_mm_loadl_epi64(mins0.add((b * 8 + sub) * TILE + 8 * half).cast()));
-                        minimums = _mm256_add_epi32(minimums, _mm256_mullo_epi32(min, _mm256_set1_epi32(activation_sum)));
                     }
                     let bytes = _mm_loadl_epi64(scales.add(sub * TILE + 8 * half).cast());
                     let scale = if Q6 { _mm256_cvtepi8_epi32(bytes) } else { _mm256_cvtepu8_epi32(bytes) };
-                    whole = _mm256_add_epi32(whole, _mm256_mullo_epi32(dot, scale));
+                    for r in 0..R {
+                        let mut dot = dots[r];
+                        if Q6 {
+                            // Values are stored as q + 32.
+                            dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(32 * *xs[r].add(b * subs + sub)));
+                        }
+                        whole[r][half] = _mm256_add_epi32(whole[r][half], _mm256_mullo_epi32(dot, scale));
+                    }
                 }
-                let dx = _mm256_set1_ps(*xd.add(b));
+            }
+            for half in 0..2 {
                 let d = _mm256_loadu_ps(d0.add(b * TILE + 8 * half));
-                acc[half] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d), _mm256_cvtepi32_ps(whole), acc[half]);
+                // Q4_K's minimums: Σ over sub-blocks of min · (the sub-block's activation sum).
+                let mut minimums = [_mm256_setzero_si256(); R];
                 if !Q6 {
-                    let dmin = _mm256_loadu_ps(dmin0.add(b * TILE + 8 * half));
-                    acc[half] = _mm256_fnmadd_ps(_mm256_mul_ps(dx, dmin), _mm256_cvtepi32_ps(minimums), acc[half]);
+                    for sub in 0..subs {
+                        let min = _mm256_cvtepu8_epi32(_mm_loadl_epi64(mins0.add((b * 8 + sub) * TILE + 8 * half).cast()));
+                        for r in 0..R {
+                            minimums[r] = _mm256_add_epi32(minimums[r], _mm256_mullo_epi32(min, _mm256_set1_epi32(*xs[r].add(b * subs + sub))));
+                        }
+                    }
+                }
+                for r in 0..R {
+                    let dx = _mm256_set1_ps(*xd[r].add(b));
+                    acc[r][half] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d), _mm256_cvtepi32_ps(whole[r][half]), acc[r][half]);
+                    if !Q6 {
+                        let dmin = _mm256_loadu_ps(dmin0.add(b * TILE + 8 * half));
+                        acc[r][half] = _mm256_fnmadd_ps(_mm256_mul_ps(dx, dmin), _mm256_cvtepi32_ps(minimums[r]), acc[r][half]);
+                    }
                 }
             }
         }
-        let mut lanes = [0f32; TILE];
-        _mm256_storeu_ps(lanes.as_mut_ptr(), acc[0]);
-        _mm256_storeu_ps(lanes.as_mut_ptr().add(8), acc[1]);
-        std::ptr::copy_nonoverlapping(lanes.as_ptr(), out.add(i * ld + t * TILE), width);
+        for r in 0..R {
+            let mut lanes = [0f32; TILE];
+            _mm256_storeu_ps(lanes.as_mut_ptr(), acc[r][0]);
+            _mm256_storeu_ps(lanes.as_mut_ptr().add(8), acc[r][1]);
+            std::ptr::copy_nonoverlapping(lanes.as_ptr(), out.add((i0 + r) * ld + t * TILE), width);
+        }
     }
 }
