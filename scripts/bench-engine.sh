@@ -3,11 +3,13 @@
 # tokenizer. Fetches the Qwen2.5-Coder GGUFs (scripts/fetch-models.sh) and builds the llama.cpp
 # vendored by the llama-cpp-python sdist (scripts/build-llamacpp.sh), both checksummed and cached.
 #
-#   scripts/bench-engine.sh [MODEL...]      default: qwen2.5-coder-0.5b qwen2.5-coder-1.5b
+#   scripts/bench-engine.sh [MODEL...]      default: qwen2.5-coder-0.5b qwen2.5-coder-1.5b (or gemma-3-270m)
 #     RUNS=3        interleaved rounds (ours once, llama.cpp once) per model; medians are printed
 #     THREADS=2     threads for both engines
 #     OUT=DIR       raw outputs (default .bench/engine)
 #     PARTS="speed greedy tokenizer"   which parts to run (default all three)
+#     LLAMACPP_ISA=avx2   both engines on their AVX2 path (llama.cpp built without AVX-512/VNNI,
+#                   ours with CODESWEEP_CPU_KERNEL=avx2): an AVX2-only CPU's figures on any x86
 #
 # 1. speed: prefill tokens/s at 512-token prompts and decode tokens/s (32 tokens after the prompt),
 #    batch 1 and 8: our bench_generate vs llama-batched-bench -npp 512 -ntg 32 -npl 1,8, plus
@@ -27,6 +29,10 @@ models=("$@")
 mkdir -p "$out"
 
 bin="$(scripts/build-llamacpp.sh)"
+if [[ "${LLAMACPP_ISA:-native}" == avx2 ]]; then
+  export CODESWEEP_CPU_KERNEL=avx2
+fi
+echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs); flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -oE 'avx512_vnni|avx512f|avx_vnni|avx2|f16c|fma' | sort -u | xargs); llama.cpp $(basename "$bin"), our kernels ${CODESWEEP_CPU_KERNEL:-detected}"
 nice -n 10 cargo build --release -p codesweep-engine --example bench_generate --example tokenize_gguf >&2
 target="${CARGO_TARGET_DIR:-target}/release/examples"
 prompts=("$golden"/cceval/{python,java,csharp,typescript}/examples.jsonl)

@@ -8,6 +8,10 @@
 #
 # Tools built: llama-bench, llama-batched-bench, llama-simple, llama-tokenize.
 # Output: $CODESWEEP_LLAMACPP_DIR, default ~/.cache/codesweep/llama.cpp/<llama-cpp-python version>/bin.
+# LLAMACPP_ISA=avx2 builds, beside it (bin-avx2), llama.cpp's AVX2+FMA+F16C path with every
+# AVX-512 and VNNI kernel off, which is what it runs on an AVX2-only CPU (AMD EPYC before Zen 4,
+# older Xeons): with CODESWEEP_CPU_KERNEL=avx2 the two engines can be compared on that path on any
+# x86 machine.
 # Needs a C++ compiler; installs cmake (a pinned PyPI wheel) into the cache when none is on PATH.
 set -euo pipefail
 
@@ -17,9 +21,17 @@ cmake_wheel_version=3.31.6
 tools=(llama-bench llama-batched-bench llama-simple llama-tokenize)
 
 root="${CODESWEEP_LLAMACPP_DIR:-$HOME/.cache/codesweep/llama.cpp/$version}"
-stamp="$root/bin/.built-$sdist_sha"
+isa="${LLAMACPP_ISA:-native}"
+case "$isa" in
+  native) suffix=""; isa_flags=(-DGGML_NATIVE=ON) ;;
+  avx2) suffix="-avx2"; isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+        -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
+        -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF) ;;
+  *) echo "LLAMACPP_ISA must be native or avx2, not '$isa'" >&2; exit 2 ;;
+esac
+stamp="$root/bin$suffix/.built-$sdist_sha"
 if [[ -f "$stamp" ]]; then
-  echo "$root/bin"
+  echo "$root/bin$suffix"
   exit 0
 fi
 mkdir -p "$root"
@@ -57,14 +69,14 @@ if [[ -z "$cmake_bin" ]]; then
   cmake_bin="$root/tools/bin/cmake"
 fi
 
-build="$root/build"
+build="$root/build$suffix"
 nice -n 10 "$cmake_bin" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+  "${isa_flags[@]}" -DLLAMA_CURL=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF >&2
 nice -n 10 "$cmake_bin" --build "$build" --config Release -j2 --target "${tools[@]}" >&2
-mkdir -p "$root/bin"
+mkdir -p "$root/bin$suffix"
 for t in "${tools[@]}"; do
-  cp "$build/bin/$t" "$root/bin/$t"
+  cp "$build/bin/$t" "$root/bin$suffix/$t"
 done
 touch "$stamp"
-echo "$root/bin"
+echo "$root/bin$suffix"
