@@ -368,7 +368,7 @@ impl GatedMlp {
     /// (b, t, hidden) → (b, t, hidden).
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let gate = self.gate.forward(x)?;
-        let gate = if self.gelu { gate.gelu()? } else { candle_nn::ops::silu(&gate)? };
+        let gate = if self.gelu { crate::kernels::math::gelu_tanh(&gate)? } else { candle_nn::ops::silu(&gate)? };
         self.down.forward(&(gate * self.up.forward(x)?)?)
     }
 }
@@ -389,7 +389,7 @@ impl GeluMlp {
 
     /// (b, t, hidden) → (b, t, hidden).
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        self.proj.forward(&self.fc.forward(x)?.gelu()?)
+        self.proj.forward(&crate::kernels::math::gelu_tanh(&self.fc.forward(x)?)?)
     }
 }
 

@@ -357,45 +357,17 @@ fn softmax_in_place(span: &mut [f32]) {
     let mut chunks = span.chunks_exact_mut(8);
     for chunk in &mut chunks {
         for (x, lane) in chunk.iter_mut().zip(lanes.iter_mut()) {
-            *x = exp_non_positive(*x - max);
+            *x = super::math::exp(*x - max);
             *lane += *x;
         }
     }
     for (x, lane) in chunks.into_remainder().iter_mut().zip(lanes.iter_mut()) {
-        *x = exp_non_positive(*x - max);
+        *x = super::math::exp(*x - max);
         *lane += *x;
     }
     let sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
     for x in span.iter_mut() {
         *x /= sum;
-    }
-}
-
-/// `e^x` for `x ≤ 0` (a score minus its row's maximum), -inf included, to within ~2 ulp:
-/// Cody–Waite reduction by ln 2 (n rounded by the 1.5·2²³ trick, so 2ⁿ is built from the bits
-/// without a float-to-int conversion) and Cephes' degree-6 polynomial, in operations the compiler
-/// can vectorize and that round the same on every CPU.
-#[inline(always)]
-fn exp_non_positive(x: f32) -> f32 {
-    const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding it rounds to an integer in the low bits.
-    let clamped = x.max(-87.0);
-    let shifted = clamped.mul_add(std::f32::consts::LOG2_E, ROUND);
-    let n = shifted - ROUND;
-    let r = n.mul_add(-0.693_359_4, clamped);
-    let r = n.mul_add(2.121_944_4e-4, r);
-    let mut p = 1.987_569_1e-4f32;
-    p = p.mul_add(r, 1.398_199_9e-3);
-    p = p.mul_add(r, 8.333_452e-3);
-    p = p.mul_add(r, 4.166_579_6e-2);
-    p = p.mul_add(r, 1.666_666_5e-1);
-    p = p.mul_add(r, 5.000_000_1e-1);
-    let y = p.mul_add(r * r, r) + 1.0;
-    // The low bits of `shifted` hold n (two's complement); n + 127 is the exponent of 2ⁿ.
-    let two_to_n = f32::from_bits(shifted.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
-    if x < -87.0 {
-        0.0
-    } else {
-        y * two_to_n
     }
 }
 
@@ -524,21 +496,6 @@ mod tests {
         }
         assert_eq!(max_diff(&Tensor::cat(&parts, 1)?, &alone)?, 0.0, "chunking changed the result");
         Ok(())
-    }
-
-    #[test]
-    fn exp_is_close_to_libm() {
-        let mut worst = 0f32;
-        // Down to -87, where e^x is ~1.6e-38; below it (and at -inf) the result is an exact zero.
-        for i in 0..=870_000 {
-            let x = -(i as f32) / 10_000.0;
-            let (ours, libm) = (super::exp_non_positive(x), x.exp());
-            worst = worst.max(((ours - libm) / libm).abs());
-        }
-        assert!(worst < 5e-7, "relative error {worst}");
-        assert_eq!(super::exp_non_positive(f32::NEG_INFINITY), 0.0);
-        assert_eq!(super::exp_non_positive(-87.5), 0.0);
-        assert_eq!(super::exp_non_positive(0.0), 1.0);
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod kquant;
 mod kquant_avx2;
 #[cfg(target_arch = "x86_64")]
 mod kquant_avx512;
+pub mod math;
 
 pub use activations::QuantizedRows;
 pub use block::{BlockFormat, PackedWeights};
