@@ -60,19 +60,10 @@ impl Gemma3 {
         for i in 0..cfg.num_layers {
             let g = |s: &str| format!("blk.{i}.{s}");
             let f = |s: &str| format!("model.layers.{i}.{s}");
-            let attention = [
-                Name::new(g("attn_q"), f("self_attn.q_proj")),
-                Name::new(g("attn_k"), f("self_attn.k_proj")),
-                Name::new(g("attn_v"), f("self_attn.v_proj")),
-                Name::new(g("attn_output"), f("self_attn.o_proj")),
-            ];
+            let attention = super::rotary::attention_names(i);
             let q_norm = norm(w, Name::new(g("attn_q_norm"), f("self_attn.q_norm")), cfg.head_dim)?;
             let k_norm = norm(w, Name::new(g("attn_k_norm"), f("self_attn.k_norm")), cfg.head_dim)?;
-            let mlp = [
-                Name::new(g("ffn_gate"), f("mlp.gate_proj")),
-                Name::new(g("ffn_up"), f("mlp.up_proj")),
-                Name::new(g("ffn_down"), f("mlp.down_proj")),
-            ];
+            let mlp = super::rotary::gated_mlp_names(i);
             blocks.push(Block {
                 attn_norm: norm(w, Name::new(g("attn_norm"), f("input_layernorm")), h)?,
                 attn: RotaryAttention::load(w, attention, cfg, false, false)?.with_qk_norm(q_norm, k_norm),

@@ -45,22 +45,12 @@ impl RotaryDecoder {
         for i in 0..cfg.num_layers {
             let g = |s: &str| format!("blk.{i}.{s}");
             let f = |s: &str| format!("model.layers.{i}.{s}");
-            let attention = [
-                Name::new(g("attn_q"), f("self_attn.q_proj")),
-                Name::new(g("attn_k"), f("self_attn.k_proj")),
-                Name::new(g("attn_v"), f("self_attn.v_proj")),
-                Name::new(g("attn_output"), f("self_attn.o_proj")),
-            ];
+            let attention = attention_names(i);
             let mlp = if starcoder2 {
                 let names = [Name::new(g("ffn_up"), f("mlp.c_fc")), Name::new(g("ffn_down"), f("mlp.c_proj"))];
                 Mlp::Gelu(GeluMlp::load(w, names, h, cfg.intermediate_size)?)
             } else {
-                let names = [
-                    Name::new(g("ffn_gate"), f("mlp.gate_proj")),
-                    Name::new(g("ffn_up"), f("mlp.up_proj")),
-                    Name::new(g("ffn_down"), f("mlp.down_proj")),
-                ];
-                Mlp::Gated(GatedMlp::load(w, names, h, cfg.intermediate_size)?)
+                Mlp::Gated(GatedMlp::load(w, gated_mlp_names(i), h, cfg.intermediate_size)?)
             };
             blocks.push(Block {
                 attn_norm: norm(w, Name::new(g("attn_norm"), f("input_layernorm")))?,
@@ -92,4 +82,21 @@ impl RotaryDecoder {
         }
         logits_f32(&x, &self.norm, &self.head)
     }
+}
+
+/// Layer `i`'s q, k, v and output projections, by llama.cpp's and Hugging Face's names.
+pub(super) fn attention_names(i: usize) -> [Name; 4] {
+    let (g, f) = (|s: &str| format!("blk.{i}.{s}"), |s: &str| format!("model.layers.{i}.self_attn.{s}"));
+    [
+        Name::new(g("attn_q"), f("q_proj")),
+        Name::new(g("attn_k"), f("k_proj")),
+        Name::new(g("attn_v"), f("v_proj")),
+        Name::new(g("attn_output"), f("o_proj")),
+    ]
+}
+
+/// Layer `i`'s gate, up and down projections of a gated MLP, by both names.
+pub(super) fn gated_mlp_names(i: usize) -> [Name; 3] {
+    let (g, f) = (|s: &str| format!("blk.{i}.{s}"), |s: &str| format!("model.layers.{i}.mlp.{s}"));
+    [Name::new(g("ffn_gate"), f("gate_proj")), Name::new(g("ffn_up"), f("up_proj")), Name::new(g("ffn_down"), f("down_proj"))]
 }
