@@ -290,13 +290,13 @@ fn chat_completions_equal_local_generation_on_the_chatml_prompt() {
         assert!((r.mean_logprob - e.mean_logprob).abs() < 1e-9, "{} vs {}", r.mean_logprob, e.mean_logprob);
     }
 
-    // A template that is not ChatML is refused with a clear 400.
+    // A template that is neither ChatML nor Gemma's is refused with a clear 400.
     let llama2 = common::write_gguf_chat(dir.path(), common::Arch::Llama, GgmlDType::Q8_0, &tokenizer, "{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}");
     let server = serve(&llama2, &[], &[]);
     let mut chat = HttpBackend::new(&server.url, "tiny", Endpoint::Chat, None);
     chat.max_retries = 0;
     let err = chat.generate(&requests[..1], |_| {}).unwrap_err().to_string();
-    assert!(err.contains("HTTP 400") && err.contains("not ChatML"), "{err}");
+    assert!(err.contains("HTTP 400") && err.contains("neither ChatML"), "{err}");
 }
 
 /// A real HTTP server in front of `upstream` that answers the first requests with the given
