@@ -23,7 +23,8 @@ scripts/fetch-codellama-tokenizer.sh >/dev/null
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --locked 2>&1 | tee "$log"
+# --no-fail-fast: every test binary runs even after a failure, so the total below counts them all.
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 CODESWEEP_BIN="$target_dir/debug/codesweep" scripts/check-k8s.sh
 k8s_status=$?
