@@ -5,7 +5,8 @@
 # ~/.cache/codesweep the first time, under a second after), then every test of the
 # workspace, golden vectors included (they read tests/golden, or $CODESWEEP_GOLDEN), then
 # scripts/check-k8s.sh on the manifests, the chart and the Dockerfiles (pinned helm, kubectl and
-# linters; the example specs planned by the binary the tests built). Ends with a total line.
+# linters; the example specs planned by the binary the tests built), then scripts/check-cuda.sh
+# (the `cuda` feature compile-checked with NVIDIA's pip compiler). Ends with a total line.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target_dir="${CARGO_TARGET_DIR:-target}"
@@ -28,10 +29,18 @@ cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 CODESWEEP_BIN="$target_dir/debug/codesweep" scripts/check-k8s.sh
 k8s_status=$?
+# The CUDA build compile-checked with NVIDIA's compiler from PyPI (~12 min and ~300 MB the first
+# time: it compiles candle's kernels with nvcc); nothing CUDA runs here.
+scripts/check-cuda.sh
+cuda_status=$?
 set -e
 awk '/^test result:/ {passed += $4; failed += $6} END {printf "%d passed, %d failed\n", passed, failed}' "$log"
 if [[ $k8s_status -ne 0 ]]; then
   echo "scripts/check-k8s.sh failed (exit $k8s_status)" >&2
   [[ $status -ne 0 ]] || status=$k8s_status
+fi
+if [[ $cuda_status -ne 0 ]]; then
+  echo "scripts/check-cuda.sh failed (exit $cuda_status)" >&2
+  [[ $status -ne 0 ]] || status=$cuda_status
 fi
 exit "$status"
