@@ -24,6 +24,25 @@ fn codesweep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_codesweep"))
 }
 
+/// Runs `codesweep generate --model MODEL --prompts PROMPTS --max-new-tokens N --out OUT` and `extra`.
+fn generate(model: &Path, prompts: &Path, max_new: usize, out: &Path, extra: &[&str]) -> std::process::Output {
+    codesweep()
+        .args(["generate", "--model", model.to_str().unwrap(), "--prompts", prompts.to_str().unwrap()])
+        .args(["--max-new-tokens", &max_new.to_string(), "--out", out.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// [`generate`], which must succeed: the records it wrote, and its stderr.
+fn generate_records(model: &Path, prompts: &Path, max_new: usize, out: &Path, extra: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let result = generate(model, prompts, max_new, out, extra);
+    let stderr = String::from_utf8_lossy(&result.stderr).into_owned();
+    assert!(result.status.success(), "{stderr}");
+    let records = std::fs::read_to_string(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (records, stderr)
+}
+
 fn write_prompts(path: &Path, prompts: &[String]) {
     let lines: Vec<String> =
         prompts.iter().enumerate().map(|(i, p)| serde_json::json!({"id": format!("t{i}"), "prompt": p}).to_string()).collect();
@@ -38,14 +57,7 @@ fn generate_writes_one_record_per_completion() {
     let input = dir.path().join("prompts.jsonl");
     write_prompts(&input, &prompts);
     let out = dir.path().join("out/completions.jsonl");
-    let result = codesweep()
-        .args(["generate", "--model", model.to_str().unwrap(), "--prompts", input.to_str().unwrap()])
-        .args(["--max-new-tokens", "6", "--batch-size", "4", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
-    let text = std::fs::read_to_string(&out).unwrap();
-    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (records, stderr) = generate_records(&model, &input, 6, &out, &["--batch-size", "4"]);
     assert_eq!(records.len(), prompts.len());
     // Same completions as the library gives, in input order.
     let local = Model::load(&model, &Device::Cpu, None).unwrap();
@@ -58,7 +70,6 @@ fn generate_writes_one_record_per_completion() {
         assert_eq!(r["prompt_tokens"], c.prompt_tokens);
         assert!(["length", "eos"].contains(&r["stop_reason"].as_str().unwrap()));
     }
-    let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(stderr.contains("decode") && stderr.contains("tok/s"), "{stderr}");
 }
 
@@ -69,28 +80,16 @@ fn generate_names_the_bad_line() {
     let input = dir.path().join("prompts.jsonl");
     std::fs::write(&input, "{\"id\": \"a\", \"prompt\": \"def f(\"}\n{\"id\": \"b\"}\n").unwrap();
     let out = dir.path().join("o.jsonl");
-    let run = |extra: &[&str]| {
-        codesweep()
-            .args(["generate", "--model", model.to_str().unwrap(), "--prompts", input.to_str().unwrap()])
-            .args(["--max-new-tokens", "3", "--out", out.to_str().unwrap()])
-            .args(extra)
-            .output()
-            .unwrap()
-    };
-    let result = run(&[]);
+    let result = generate(&model, &input, 3, &out, &[]);
     assert!(!result.status.success());
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(stderr.contains("prompts.jsonl:2") && stderr.contains("prompt"), "{stderr}");
     assert!(!out.exists(), "no output on failure");
-    let result = run(&["--skip-invalid"]);
+    let result = generate(&model, &input, 3, &out, &["--skip-invalid"]);
     assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
     assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 1);
     let missing = dir.path().join("missing.gguf");
-    let result = codesweep()
-        .args(["generate", "--model", missing.to_str().unwrap(), "--prompts", input.to_str().unwrap()])
-        .args(["--max-new-tokens", "3", "--out", out.to_str().unwrap(), "--skip-invalid"])
-        .output()
-        .unwrap();
+    let result = generate(&missing, &input, 3, &out, &["--skip-invalid"]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(!result.status.success() && stderr.contains("missing.gguf"), "{stderr}");
 }
@@ -165,14 +164,7 @@ fn serve_with_concurrent_requests_equals_generate_one_at_a_time() {
     let input = dir.path().join("prompts.jsonl");
     write_prompts(&input, &prompts);
     let out = dir.path().join("alone.jsonl");
-    let result = codesweep()
-        .args(["generate", "--model", model.to_str().unwrap(), "--prompts", input.to_str().unwrap()])
-        .args(["--max-new-tokens", "12", "--batch-size", "1", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
-    let alone: Vec<serde_json::Value> =
-        std::fs::read_to_string(&out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (alone, _) = generate_records(&model, &input, 12, &out, &["--batch-size", "1"]);
     assert_eq!(alone.len(), 16);
 
     let server = serve(&model, &["--batch-size", "16"], &[]);

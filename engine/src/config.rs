@@ -284,6 +284,9 @@ impl ModelConfig {
         if self.head_dim == 0 || !self.head_dim.is_multiple_of(2) {
             return Err(bad("head_dim", format!("head width {} must be even and non-zero", self.head_dim)));
         }
+        if self.architecture == Architecture::Gemma3 && self.local_attention.is_none() {
+            return Err(bad("sliding_window", "a Gemma 3 model needs its local attention window".into()));
+        }
         if let Some(local) = self.local_attention {
             if local.window == 0 || local.global_every == 0 {
                 return Err(bad("sliding_window", format!("a local window of {} in groups of {} layers", local.window, local.global_every)));

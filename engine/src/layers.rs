@@ -235,25 +235,26 @@ impl KvCache {
 /// Multi-head attention over per-sequence additive masks.
 ///
 /// `q`: (b, heads, t, d); `k`, `v`: (b, kv_heads, columns, d); `mask`: (b, 1, t, columns) with 0 or -inf.
+/// Scores are divided by `√query_scalar` (the head width d, unless the model says otherwise).
 /// Query heads are grouped over key/value heads without copying the keys. Returns (b, t, heads·d).
 /// f32 on the CPU takes the engine's kernel, whose results do not depend on the batch, the
 /// padding or the prefill chunk; other devices and dtypes take candle's ops, which do.
-pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-    match crate::kernels::attention::cpu_attention(q, k, v, mask)? {
+pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_scalar: f64) -> candle_core::Result<Tensor> {
+    match crate::kernels::attention::cpu_attention(q, k, v, mask, query_scalar)? {
         Some(y) => Ok(y),
-        None => candle_attention(q, k, v, mask),
+        None => candle_attention(q, k, v, mask, query_scalar),
     }
 }
 
 /// [`attention`] in candle's ops (batched matmuls and softmax), for any device and length.
-pub(crate) fn candle_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+pub(crate) fn candle_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_scalar: f64) -> candle_core::Result<Tensor> {
     let (b, heads, t, d) = q.dims4()?;
     let kv_heads = k.dim(1)?;
     let columns = k.dim(2)?;
     let group = heads / kv_heads;
     // (b, kv_heads, group·t, d): heads sharing a key/value head are adjacent.
     let q = q.contiguous()?.reshape((b, kv_heads, group * t, d))?;
-    let scores = (q.matmul(&k.t()?)? / (d as f64).sqrt())?;
+    let scores = (q.matmul(&k.t()?)? / query_scalar.sqrt())?;
     // (b, heads, t, columns)
     let scores = scores.reshape((b, heads, t, columns))?.broadcast_add(mask)?;
     let probs = candle_nn::ops::softmax_last_dim(&scores)?;
@@ -275,8 +276,8 @@ pub struct RotaryAttention {
     head_dim: usize,
     /// RMSNorms over each query and key head before the rotation (Gemma 3's QK-norm).
     qk_norm: Option<(Norm, Norm)>,
-    /// Multiplies the queries when the model's query scale is not the head width's.
-    query_rescale: Option<f64>,
+    /// Scores are divided by its square root (see [`attention`]).
+    query_scalar: f64,
 }
 
 impl RotaryAttention {
@@ -299,8 +300,7 @@ impl RotaryAttention {
             kv_heads: cfg.num_kv_heads,
             head_dim: d,
             qk_norm: None,
-            // Attention divides by √d; a model scaled by another width gets the difference here.
-            query_rescale: (cfg.query_scalar != d as f64).then(|| (d as f64 / cfg.query_scalar).sqrt()),
+            query_scalar: cfg.query_scalar,
         })
     }
 
@@ -328,14 +328,10 @@ impl RotaryAttention {
             q = q_norm.forward(&q)?;
             k = k_norm.forward(&k)?;
         }
-        let mut q = rotary.apply(&q, positions)?;
-        let k = rotary.apply(&k, positions)?;
-        if let Some(scale) = self.query_rescale {
-            q = (q * scale)?;
-        }
+        let (q, k) = (rotary.apply(&q, positions)?, rotary.apply(&k, positions)?);
         let v = split(self.v.forward(x)?, self.kv_heads)?;
         let (k, v) = cache.append(layer, k, v)?;
-        self.o.forward(&attention(&q, &k, &v, mask)?)
+        self.o.forward(&attention(&q, &k, &v, mask, self.query_scalar)?)
     }
 }
 

@@ -432,7 +432,7 @@ impl Weights {
 
     /// The output projection: `output` / `lm_head` when the file has one, else the tied embedding.
     pub fn output_head(&mut self, embed: &Embedding, hidden: usize) -> Result<Linear> {
-        let name = Name::new("output", "lm_head");
+        let name = output_name();
         if self.has(&name) {
             let vocab = embed.rows().map_err(|e| self.missing("embedding", e))?;
             self.linear(&name, vocab, hidden, false)
@@ -452,7 +452,7 @@ impl Weights {
             }
             // A table the output head shares (no `output` tensor) is held once, packed, when our
             // kernels run here, rather than once for lookups and once for the head.
-            if !self.has(&Name::new("output", "lm_head")) {
+            if !self.has(&output_name()) {
                 if let Some(packed) = Linear::packed(&q, &self.device) {
                     if let LinearWeight::Packed(w, isa) = packed.map_err(|e| self.missing(&full, e))? {
                         return Ok(Embedding::Packed(w, isa));
@@ -473,6 +473,11 @@ impl Weights {
         Ok(Embedding::Dense(t))
     }
 
+    /// The file it reads.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn check_shape(&self, full: &str, found: &[usize], expected: &[usize]) -> Result<()> {
         if found == expected {
             Ok(())
@@ -480,6 +485,11 @@ impl Weights {
             Err(self.missing(full, format!("expected shape {expected:?}, found {found:?}")))
         }
     }
+}
+
+/// The output projection's name; a model without it ties the head to the embedding.
+fn output_name() -> Name {
+    Name::new("output", "lm_head")
 }
 
 /// Bytes of one ggml Q5_0 block: f16 scale, 32 high bits, 16 bytes of low nibbles.

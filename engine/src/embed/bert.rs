@@ -125,7 +125,7 @@ impl Encoder {
             let k = split(block.key.forward(&x)?)?;
             let v = split(block.value.forward(&x)?)?;
             // (b, t, hidden): every query sees every unmasked key, both directions.
-            let a = block.attn_out.forward(&attention(&q, &k, &v, mask)?)?;
+            let a = block.attn_out.forward(&attention(&q, &k, &v, mask, self.head_dim as f64)?)?;
             x = block.attn_norm.forward(&(a + &x)?)?;
             // (b, t, intermediate)
             let inner = block.up.forward(&x)?;

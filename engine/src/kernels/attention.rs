@@ -29,7 +29,7 @@ const DW: usize = 16;
 /// key/value heads. `None` when the inputs are not f32 on the CPU, so the caller takes candle's
 /// path. `k` and `v` may be strided views (the cache's filled columns). A query with every column
 /// masked gets zeros.
-pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candle_core::Result<Option<Tensor>> {
+pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_scalar: f64) -> candle_core::Result<Option<Tensor>> {
     let all_cpu_f32 = [q, k, v, mask].iter().all(|t| t.device().is_cpu() && t.dtype() == DType::F32);
     if !all_cpu_f32 {
         return Ok(None);
@@ -74,8 +74,8 @@ pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor) -> candl
         d,
         columns,
         mask_rows,
-        // Scaled as candle's `matmul / sqrt(d)` does: a multiply by the f32 inverse.
-        scale: (1.0 / (d as f64).sqrt()) as f32,
+        // Scaled as candle's `matmul / sqrt(query_scalar)` is: a multiply by the f32 inverse.
+        scale: (1.0 / query_scalar.sqrt()) as f32,
     };
     let mut out = vec![0f32; b * t * heads * d];
     let out_ptr = super::SharedOut(out.as_mut_ptr());
@@ -404,9 +404,9 @@ mod tests {
         let k = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
         let v = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
         let mask = Tensor::cat(&[&causal_mask(0, columns, t)?, &causal_mask(11, columns, t)?], 0)?;
-        let fast = cpu_attention(&q, &k, &v, &mask)?.expect("CPU f32");
+        let fast = cpu_attention(&q, &k, &v, &mask, d as f64)?.expect("CPU f32");
         PORTABLE_ONLY.store(true, Ordering::Relaxed);
-        let portable = cpu_attention(&q, &k, &v, &mask);
+        let portable = cpu_attention(&q, &k, &v, &mask, d as f64);
         PORTABLE_ONLY.store(false, Ordering::Relaxed);
         let portable = portable?.expect("CPU f32");
         assert_eq!(max_diff(&fast, &portable)?, 0.0);
@@ -444,8 +444,8 @@ mod tests {
             // Row r has r·5 columns of left padding.
             let masks = (0..b).map(|r| causal_mask(r * 5, columns, t)).collect::<candle_core::Result<Vec<_>>>()?;
             let mask = Tensor::cat(&masks, 0)?;
-            let ours = cpu_attention(&q, &k, &v, &mask)?.expect("f32 on the CPU takes our path");
-            let reference = crate::layers::candle_attention(&q, &k.contiguous()?, &v.contiguous()?, &mask)?;
+            let ours = cpu_attention(&q, &k, &v, &mask, d as f64)?.expect("f32 on the CPU takes our path");
+            let reference = crate::layers::candle_attention(&q, &k.contiguous()?, &v.contiguous()?, &mask, d as f64)?;
             assert_eq!(ours.dims(), reference.dims());
             let diff = max_diff(&ours, &reference)?;
             assert!(diff < 1e-5, "t = {t}: attention differs from candle's by {diff}");
@@ -453,7 +453,7 @@ mod tests {
             // inside a key tile: the same result, bit for bit.
             let k_t = k.transpose(2, 3)?.pad_with_zeros(3, 0, 2)?.contiguous()?.narrow(3, 0, columns)?.transpose(2, 3)?;
             assert_eq!(k_t.stride()[2], 1, "keys transposed");
-            let transposed = cpu_attention(&q, &k_t, &v, &mask)?.expect("f32 on the CPU takes our path");
+            let transposed = cpu_attention(&q, &k_t, &v, &mask, d as f64)?.expect("f32 on the CPU takes our path");
             assert_eq!(max_diff(&transposed, &ours)?, 0.0, "t = {t}: transposed keys changed the result");
         }
         Ok(())
@@ -468,7 +468,7 @@ mod tests {
         let q = Tensor::randn(0f32, 1.0, (1, heads, len, d), &dev)?;
         let k = Tensor::randn(0f32, 1.0, (1, kv_heads, len, d), &dev)?;
         let v = Tensor::randn(0f32, 1.0, (1, kv_heads, len, d), &dev)?;
-        let alone = cpu_attention(&q, &k, &v, &causal_mask(0, len, len)?)?.expect("CPU f32");
+        let alone = cpu_attention(&q, &k, &v, &causal_mask(0, len, len)?, d as f64)?.expect("CPU f32");
 
         // Beside a row of pad + len real columns: this row is left-padded by `pad`.
         let noise = |shape: (usize, usize, usize, usize)| Tensor::randn(0f32, 1.0, shape, &dev);
@@ -480,7 +480,7 @@ mod tests {
         let kb = Tensor::cat(&[&other((1, kv_heads, pad + len, d))?, &k_pad], 0)?;
         let vb = Tensor::cat(&[&other((1, kv_heads, pad + len, d))?, &v_pad], 0)?;
         let mask = Tensor::cat(&[&causal_mask(0, pad + len, pad + len)?, &causal_mask(pad, pad + len, pad + len)?], 0)?;
-        let batched = cpu_attention(&qb, &kb, &vb, &mask)?.expect("CPU f32");
+        let batched = cpu_attention(&qb, &kb, &vb, &mask, d as f64)?.expect("CPU f32");
         let ours = batched.narrow(0, 1, 1)?.narrow(1, pad, len)?;
         assert_eq!(max_diff(&ours, &alone)?, 0.0, "padding and a neighbour changed the result");
 
@@ -491,7 +491,7 @@ mod tests {
             let n = 7.min(len - start);
             let end = start + n;
             let (kc, vc) = (k.narrow(2, 0, end)?, v.narrow(2, 0, end)?);
-            parts.push(cpu_attention(&q.narrow(2, start, n)?, &kc, &vc, &causal_mask(0, end, n)?)?.expect("CPU f32"));
+            parts.push(cpu_attention(&q.narrow(2, start, n)?, &kc, &vc, &causal_mask(0, end, n)?, d as f64)?.expect("CPU f32"));
             start = end;
         }
         assert_eq!(max_diff(&Tensor::cat(&parts, 1)?, &alone)?, 0.0, "chunking changed the result");
@@ -504,10 +504,10 @@ mod tests {
         let q = Tensor::ones((1, 2, 3, 8), candle_core::DType::F32, &dev)?;
         let k = Tensor::ones((1, 1, 3, 8), candle_core::DType::F32, &dev)?;
         let mask = Tensor::full(f32::NEG_INFINITY, (1, 1, 3, 3), &dev)?;
-        let y = cpu_attention(&q, &k, &k, &mask)?.expect("CPU f32");
+        let y = cpu_attention(&q, &k, &k, &mask, 8.0)?.expect("CPU f32");
         assert_eq!(y.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
         let half = |t: &Tensor| t.to_dtype(candle_core::DType::F16);
-        assert!(cpu_attention(&half(&q)?, &half(&k)?, &half(&k)?, &half(&mask)?)?.is_none());
+        assert!(cpu_attention(&half(&q)?, &half(&k)?, &half(&k)?, &half(&mask)?, 8.0)?.is_none());
         Ok(())
     }
 }

@@ -43,8 +43,9 @@ impl Gemma3 {
     /// Loads every weight by name (llama.cpp's GGUF names or Hugging Face's).
     pub fn load(w: &mut Weights, cfg: &ModelConfig) -> crate::Result<Self> {
         let h = cfg.hidden_size;
+        // `ModelConfig` refuses a Gemma 3 configuration without one.
         let local = cfg.local_attention.ok_or_else(|| crate::EngineError::Metadata {
-            path: std::path::PathBuf::from(cfg.architecture.name()),
+            path: w.path().to_path_buf(),
             key: "sliding_window".into(),
             message: "a Gemma 3 model needs its local attention window".into(),
         })?;

@@ -89,7 +89,7 @@ impl GptBigcode {
             let k = split(qw, self.kv_heads)?;
             let v = split(qw + kw, self.kv_heads)?;
             let (k, v) = cache.append(i, k, v)?;
-            x = (&x + block.out.forward(&attention(&q, &k, &v, mask)?)?)?;
+            x = (&x + block.out.forward(&attention(&q, &k, &v, mask, d as f64)?)?)?;
             x = (&x + block.mlp.forward(&block.mlp_norm.forward(&x)?)?)?;
         }
         logits_f32(&x, &self.norm, &self.head)

@@ -95,6 +95,11 @@ pub fn tokenizer_json_from_gguf(path: &Path, md: &HashMap<String, Value>) -> Res
         .iter()
         .filter_map(|k| meta.id(k))
         .collect();
+    // Gemma ends a chat turn with `<end_of_turn>`, which llama.cpp also treats as an end.
+    let end_of_turn = tokens.iter().zip(&types).position(|(t, ty)| *t == "<end_of_turn>" && *ty == TOKEN_CONTROL);
+    if let Some(id) = end_of_turn.map(|id| id as u32).filter(|id| !eos_ids.contains(id)) {
+        eos_ids.push(id);
+    }
     eos_ids.dedup();
 
     let added: Vec<Json> = tokens
@@ -178,12 +183,6 @@ pub fn tokenizer_json_from_gguf(path: &Path, md: &HashMap<String, Value>) -> Res
             ];
             if space_prefix {
                 decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
-            }
-            // Gemma ends a chat turn with `<end_of_turn>`, which llama.cpp also treats as an end.
-            if let Some(eot) = tokens.iter().zip(&types).position(|(t, ty)| *t == "<end_of_turn>" && *ty == TOKEN_CONTROL) {
-                if !eos_ids.contains(&(eot as u32)) {
-                    eos_ids.push(eot as u32);
-                }
             }
             json!({
                 "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
