@@ -19,22 +19,16 @@ pub enum Sampling {
     },
 }
 
-/// Index of the largest logit; the first one among equals.
+/// Index of the largest logit; the first one among equals (NaNs never win).
 pub fn argmax(logits: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, &v) in logits.iter().enumerate() {
-        if v > logits[best] {
-            best = i;
-        }
-    }
-    best
+    crate::kernels::math::argmax(logits)
 }
 
-/// `log softmax(logits)[token]` at temperature 1, in f64.
+/// `log softmax(logits)[token]` at temperature 1: the denominator summed in f64 from f32
+/// exponentials (within ~1e-6 of the all-f64 formula; the same bits on every CPU).
 pub fn log_prob(logits: &[f32], token: usize) -> f64 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-    let sum: f64 = logits.iter().map(|&v| (v as f64 - max).exp()).sum();
-    logits[token] as f64 - max - sum.ln()
+    let max = crate::kernels::math::lane_max(logits);
+    logits[token] as f64 - max as f64 - crate::kernels::math::log_sum_exp_shifted(logits, max)
 }
 
 /// A per-sequence random stream, the same for the same (seed, request id, sample) whatever the batch.
@@ -89,6 +83,9 @@ mod tests {
     fn log_prob_matches_softmax() {
         let lp = log_prob(&[0.0, 0.0], 1);
         assert!((lp - 0.5f64.ln()).abs() < 1e-12);
+        let logits = [2.0f32, -1.5, 0.25, 7.0, 3.0];
+        let exact = 3.0 - logits.iter().map(|&v| (v as f64).exp()).sum::<f64>().ln();
+        assert!((log_prob(&logits, 4) - exact).abs() < 1e-6);
     }
 
     #[test]

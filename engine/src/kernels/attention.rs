@@ -17,12 +17,12 @@ use candle_core::{DType, Storage, Tensor};
 
 /// Query rows (heads of a group × positions) per task.
 const ROWS_PER_TASK: usize = 128;
-/// Query rows per micro-tile.
+/// Query rows per micro-tile, at most: [`attend`] has a tile for every count up to it.
 const MR: usize = 6;
 /// Keys per micro-tile: the transposed key buffer is laid out in blocks of this many.
-const NR: usize = 16;
+pub(super) const NR: usize = 16;
 /// Output lanes per pass over the values.
-const DW: usize = 16;
+pub(super) const DW: usize = 16;
 
 /// Softmax attention of `q` (b, heads, t, d) over `k`, `v` (b, kv_heads, columns, d) with the
 /// additive `mask` (b, 1, t or 1, columns); returns (b, t, heads·d). Query heads are grouped over
@@ -79,12 +79,16 @@ pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_sc
     };
     let mut out = vec![0f32; b * t * heads * d];
     let out_ptr = super::SharedOut(out.as_mut_ptr());
-    let runs = (group * t).div_ceil(ROWS_PER_TASK);
+    // Fewer (row, head) pairs than threads (decode of one sequence with one key/value head):
+    // split the query rows so every thread has some. A row's result does not depend on its task.
+    let threads = candle_core::utils::get_num_threads().max(1);
+    let per_task = ROWS_PER_TASK.min((group * t).div_ceil(threads.div_ceil((b * kv_heads).max(1)))).max(1);
+    let runs = (group * t).div_ceil(per_task);
     candle_core::utils::barrier_pool().execute_chunked(b * kv_heads * runs, |tasks| {
         let mut work = Workspace::default();
         for task in tasks {
             let (row_kv, run) = (task / runs, task % runs);
-            let rows = run * ROWS_PER_TASK..((run + 1) * ROWS_PER_TASK).min(group * t);
+            let rows = run * per_task..((run + 1) * per_task).min(group * t);
             // SAFETY: each (row, head, position) writes its own d outputs, all < b·t·heads·d.
             unsafe { run_task(&inputs, row_kv / kv_heads, row_kv % kv_heads, rows, &mut work, out_ptr) };
         }
@@ -141,7 +145,7 @@ unsafe fn run_task(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range
     if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && !portable_only() {
         return attend_avx2(inputs, row, kv, rows, work, out);
     }
-    attend(inputs, row, kv, rows, work, out)
+    attend::<false>(inputs, row, kv, rows, work, out)
 }
 
 /// Whether a test asked for the portable build.
@@ -159,13 +163,13 @@ fn portable_only() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_avx2(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
-    attend(inputs, row, kv, rows, work, out)
+    attend::<true>(inputs, row, kv, rows, work, out)
 }
 
 /// Query rows `rows` (`m = position · group + head in group`) of batch row `row` against key/value
-/// head `kv`; writes each one's d outputs.
+/// head `kv`; writes each one's d outputs. `AVX2`: the inner loops in AVX2+FMA intrinsics (same bits).
 #[inline(always)]
-fn attend(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+fn attend<const AVX2: bool>(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
     let Inputs { mask, group, columns, mask_rows, d, .. } = *inputs;
     let mask_line = |m: usize| &mask[(row * mask_rows + (m / group).min(mask_rows - 1)) * columns..][..columns];
     work.spans.clear();
@@ -175,21 +179,21 @@ fn attend(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, 
         let last = line.iter().rposition(|&x| x != f32::NEG_INFINITY)?;
         Some((first, last))
     }));
-    let width = match work.spans.iter().flatten().map(|&(_, last)| last + 1).max() {
-        Some(w) => w,
-        None => 0,
-    };
+    let width = work.spans.iter().flatten().map(|&(_, last)| last + 1).max().unwrap_or_default();
     transpose_keys(inputs, row, kv, width, &mut work.keys_t);
     work.scores.resize(rows.len() * width.max(1), 0.0);
     let mut first = rows.start;
     while first < rows.end {
         let n = (rows.end - first).min(MR);
-        if n == MR {
-            attend_rows::<MR>(inputs, row, kv, first, rows.start, width, work, out);
-        } else {
-            for m in first..first + n {
-                attend_rows::<1>(inputs, row, kv, m, rows.start, width, work, out);
-            }
+        // A tile for each count, so a group of fewer than MR heads (Gemma's 4 in decode) still
+        // loads each key block and value row once for all of them.
+        match n {
+            6 => attend_rows::<6, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            5 => attend_rows::<5, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            4 => attend_rows::<4, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            3 => attend_rows::<3, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            2 => attend_rows::<2, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            _ => attend_rows::<1, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
         }
         first += n;
     }
@@ -218,7 +222,7 @@ fn transpose_keys(inputs: &Inputs, row: usize, kv: usize, width: usize, keys_t: 
 /// Query rows `first..first + R`: scores, softmax over each row's span, weighted values.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn attend_rows<const R: usize>(
+fn attend_rows<const R: usize, const AVX2: bool>(
     inputs: &Inputs,
     row: usize,
     kv: usize,
@@ -253,14 +257,13 @@ fn attend_rows<const R: usize>(
 
     // Scores of the columns lo..=hi, in tiles of R rows × NR keys.
     for block in lo / NR..=hi / NR {
-        let tile = match inputs.keys {
-            KeyLayout::Rows { .. } => score_tile::<R>(&queries, &work.keys_t[block * d * NR..], NR, d),
+        let (keys, stride) = match inputs.keys {
+            KeyLayout::Rows { .. } => (&work.keys_t[block * d * NR..], NR),
             // Columns past the filled ones lie inside the buffer's capacity, or the row's next
             // head; their lanes are computed and dropped.
-            KeyLayout::Transposed { row: rs, head: hs, dim } => {
-                score_tile::<R>(&queries, &inputs.k[row * rs + kv * hs + block * NR..], dim, d)
-            }
+            KeyLayout::Transposed { row: rs, head: hs, dim } => (&inputs.k[row * rs + kv * hs + block * NR..], dim),
         };
+        let tile = score_tile::<R, AVX2>(&queries, keys, stride, d);
         let (c0, c1) = ((block * NR).max(lo), ((block + 1) * NR).min(hi + 1));
         for i in 0..R {
             for c in c0..c1 {
@@ -284,22 +287,7 @@ fn attend_rows<const R: usize>(
     let values = &v[row * vs[0] + kv * vs[1]..];
     for lane0 in (0..d).step_by(DW) {
         let lanes = (d - lane0).min(DW);
-        let mut acc = [[0f32; DW]; R];
-        for c in lo..=hi {
-            let value = &values[c * vs[2] + lane0..][..lanes];
-            let probabilities: [f32; R] = std::array::from_fn(|i| scores[i * width + c]);
-            match <&[f32; DW]>::try_from(value) {
-                // Whole passes in fixed-size arrays, so the sums stay in registers.
-                Ok(value) => accumulate(&mut acc, &probabilities, value),
-                Err(_) => {
-                    for (acc, p) in acc.iter_mut().zip(probabilities) {
-                        for (a, &x) in acc.iter_mut().zip(value) {
-                            *a = p.mul_add(x, *a);
-                        }
-                    }
-                }
-            }
-        }
+        let acc = weighted_values::<R, AVX2>(scores, width, lo..hi + 1, &values[lane0..], vs[2], lanes);
         for (i, acc) in acc.iter().enumerate() {
             let m = first + i;
             let (pos, head) = (m / group, kv * group + m % group);
@@ -310,20 +298,51 @@ fn attend_rows<const R: usize>(
     }
 }
 
-/// `acc[i] += p[i] · value` for each of the R rows, lane by lane, as fused multiply-adds.
+/// `Σ_c p_i(c) · value(c)` over `columns` in order, as fused multiply-adds, for `lanes` (≤ DW)
+/// lanes of R rows: `p_i(c)` is `probabilities[i · width + c]`, `value(c)` is
+/// `values[c · stride..][..lanes]`; lanes past `lanes` stay zero.
 #[inline(always)]
-fn accumulate<const R: usize>(acc: &mut [[f32; DW]; R], p: &[f32; R], value: &[f32; DW]) {
-    for (acc, &p) in acc.iter_mut().zip(p) {
-        for (a, &x) in acc.iter_mut().zip(value) {
-            *a = p.mul_add(x, *a);
+fn weighted_values<const R: usize, const AVX2: bool>(
+    probabilities: &[f32],
+    width: usize,
+    columns: std::ops::Range<usize>,
+    values: &[f32],
+    stride: usize,
+    lanes: usize,
+) -> [[f32; DW]; R] {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2
+        && lanes == DW
+        && !columns.is_empty()
+        && probabilities.len() >= (R - 1) * width + columns.end
+        && values.len() >= (columns.end - 1) * stride + DW
+    {
+        // SAFETY: `AVX2` is set only under `attend_avx2` (features checked); bounds checked above.
+        return unsafe { super::attention_avx2::weighted_values::<R>(probabilities.as_ptr(), width, columns, values.as_ptr(), stride) };
+    }
+    let mut acc = [[0f32; DW]; R];
+    for c in columns {
+        let value = &values[c * stride..][..lanes];
+        for (i, acc) in acc.iter_mut().enumerate() {
+            let p = probabilities[i * width + c];
+            for (a, &x) in acc.iter_mut().zip(value) {
+                *a = p.mul_add(x, *a);
+            }
         }
     }
+    acc
 }
 
 /// Dot products of R queries with NR keys laid out by dimension (`keys[dim · stride..][..NR]`):
 /// each a chain of fused multiply-adds over the dimension, in order.
 #[inline(always)]
-fn score_tile<const R: usize>(queries: &[&[f32]; R], keys: &[f32], stride: usize, d: usize) -> [[f32; NR]; R] {
+fn score_tile<const R: usize, const AVX2: bool>(queries: &[&[f32]; R], keys: &[f32], stride: usize, d: usize) -> [[f32; NR]; R] {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 && d > 0 && keys.len() >= (d - 1) * stride + NR && queries.iter().all(|q| q.len() >= d) {
+        let pointers: [*const f32; R] = std::array::from_fn(|i| queries[i].as_ptr());
+        // SAFETY: `AVX2` is set only under `attend_avx2` (features checked); bounds checked above.
+        return unsafe { super::attention_avx2::score_tile::<R>(&pointers, keys.as_ptr(), stride, d) };
+    }
     let mut acc = [[0f32; NR]; R];
     let mut short = [0f32; NR];
     for dim in 0..d {
@@ -394,22 +413,34 @@ mod tests {
         PORTABLE_ONLY.load(Ordering::Relaxed)
     }
 
-    /// The portable build and the AVX2+FMA build give the same bits: fused multiply-adds and the
-    /// vectorized `exp` round the same everywhere.
+    /// The portable build and the AVX2+FMA build (intrinsics) give the same bits: fused
+    /// multiply-adds and the vectorized `exp` round the same everywhere. Shapes cover every tile
+    /// height (groups of 1 to 7 heads), Gemma's 256-wide heads in decode (one key/value head, its
+    /// rows split over the threads), a head width off the 16-lane passes, and transposed keys.
     #[test]
     fn portable_build_equals_avx2_bit_for_bit() -> candle_core::Result<()> {
         let dev = Device::Cpu;
-        let (b, heads, kv_heads, t, d, columns) = (2, 6, 2, 21, 64, 40);
-        let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev)?;
-        let k = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
-        let v = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
-        let mask = Tensor::cat(&[&causal_mask(0, columns, t)?, &causal_mask(11, columns, t)?], 0)?;
-        let fast = cpu_attention(&q, &k, &v, &mask, d as f64)?.expect("CPU f32");
-        PORTABLE_ONLY.store(true, Ordering::Relaxed);
-        let portable = cpu_attention(&q, &k, &v, &mask, d as f64);
-        PORTABLE_ONLY.store(false, Ordering::Relaxed);
-        let portable = portable?.expect("CPU f32");
-        assert_eq!(max_diff(&fast, &portable)?, 0.0);
+        for (b, heads, kv_heads, t, d, columns) in
+            [(2, 6, 2, 21, 64, 40), (1, 4, 1, 1, 256, 300), (2, 14, 2, 3, 64, 70), (1, 5, 1, 9, 24, 33), (3, 3, 3, 2, 32, 17), (1, 2, 1, 5, 16, 5)]
+        {
+            let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev)?;
+            let k = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
+            let v = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?;
+            let masks = (0..b).map(|r| causal_mask(r * 3 % columns.min(t + 1), columns, t)).collect::<candle_core::Result<Vec<_>>>()?;
+            let mask = Tensor::cat(&masks, 0)?;
+            let k_t = k.transpose(2, 3)?.contiguous()?.transpose(2, 3)?;
+            for keys in [&k, &k_t] {
+                let fast = cpu_attention(&q, keys, &v, &mask, d as f64)?.expect("CPU f32");
+                PORTABLE_ONLY.store(true, Ordering::Relaxed);
+                let portable = cpu_attention(&q, keys, &v, &mask, d as f64);
+                PORTABLE_ONLY.store(false, Ordering::Relaxed);
+                let portable = portable?.expect("CPU f32");
+                assert_eq!(max_diff(&fast, &portable)?, 0.0, "heads {heads}/{kv_heads}, t {t}, d {d}");
+                let reference = crate::layers::candle_attention(&q, &k, &v, &mask, d as f64)?;
+                let diff = max_diff(&fast, &reference)?;
+                assert!(diff < 1e-5, "heads {heads}/{kv_heads}, t {t}, d {d}: {diff} from candle's");
+            }
+        }
         Ok(())
     }
 

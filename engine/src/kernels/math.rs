@@ -1,5 +1,6 @@
 //! Elementwise functions in operations the compiler can vectorize and that round the same on
-//! every CPU: `exp` (attention's softmax) and the tanh-approximated GELU (Gemma's GeGLU).
+//! every CPU: `exp` (attention's softmax), the tanh-approximated GELU (Gemma's GeGLU), and the
+//! reductions over a vocabulary's logits that sampling needs (largest entry, log-sum-exp).
 
 use candle_core::{CpuStorage, DType, Layout, Shape, Tensor};
 
@@ -19,7 +20,7 @@ pub(super) fn exp(x: f32) -> f32 {
     p = p.mul_add(r, 8.333_452e-3);
     p = p.mul_add(r, 4.166_579_6e-2);
     p = p.mul_add(r, 1.666_666_5e-1);
-    p = p.mul_add(r, 5.000_000_1e-1);
+    p = p.mul_add(r, 0.5); // Cephes' 5.0000001e-1, which rounds to 0.5 in f32
     let y = p.mul_add(r * r, r) + 1.0;
     // The low bits of `shifted` hold n (two's complement); n + 127 is the exponent of 2ⁿ.
     let two_to_n = f32::from_bits(shifted.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
@@ -53,6 +54,62 @@ fn gelu_tanh_slice(x: &[f32]) -> Vec<f32> {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn gelu_tanh_avx2(x: &[f32]) -> Vec<f32> {
     x.iter().map(|&v| gelu_tanh_one(v)).collect()
+}
+
+/// Index of the largest value, the first among equals; NaNs never win (0 when all are NaN).
+/// The maximum is found eight lanes at a time, then its first position.
+pub fn argmax(values: &[f32]) -> usize {
+    let largest = lane_max(values);
+    values.iter().position(|&v| v == largest).unwrap_or(0)
+}
+
+/// `ln Σ e^(v − max)` over `values`, with `max` their largest: e^x by [`exp`], summed in eight
+/// f64 lanes added in a fixed order, so the result is the same bits on every CPU. With
+/// `max + log_sum_exp_shifted` this is a log-softmax denominator (the vocabulary of Gemma 3 is
+/// 262,144 entries a sequence a step; libm's `exp` took ~3 % of a decode step).
+pub fn log_sum_exp_shifted(values: &[f32], max: f32) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        // SAFETY: the features were just detected.
+        return unsafe { sum_exp_avx2(values, max) }.ln();
+    }
+    sum_exp(values, max).ln()
+}
+
+/// The largest non-NaN value, eight lanes at a time (-inf when there is none).
+pub fn lane_max(values: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut chunks = values.chunks_exact(8);
+    for chunk in &mut chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane = if v > *lane { v } else { *lane };
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(chunks.remainder()) {
+        *lane = if v > *lane { v } else { *lane };
+    }
+    lanes.iter().copied().fold(f32::NEG_INFINITY, |m, v| if v > m { v } else { m })
+}
+
+#[inline(always)]
+fn sum_exp(values: &[f32], max: f32) -> f64 {
+    let mut lanes = [0f64; 8];
+    let mut chunks = values.chunks_exact(8);
+    for chunk in &mut chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += exp(v - max) as f64;
+        }
+    }
+    for (lane, &v) in lanes.iter_mut().zip(chunks.remainder()) {
+        *lane += exp(v - max) as f64;
+    }
+    ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_exp_avx2(values: &[f32], max: f32) -> f64 {
+    sum_exp(values, max)
 }
 
 struct GeluTanh;
@@ -95,6 +152,27 @@ mod tests {
         assert_eq!(super::exp(f32::NEG_INFINITY), 0.0);
         assert_eq!(super::exp(-87.5), 0.0);
         assert_eq!(super::exp(0.0), 1.0);
+    }
+
+    /// Log-sum-exp against the f64 formula, and the same bits from the portable and AVX2 builds;
+    /// argmax takes the first of equals and skips NaNs.
+    #[test]
+    fn vocabulary_reductions() {
+        let logits: Vec<f32> = (0..262_147).map(|i| ((i as f32) * 0.618).sin() * 9.0 - (i % 7) as f32).collect();
+        let max = super::lane_max(&logits);
+        assert_eq!(max, logits.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+        let exact = logits.iter().map(|&v| (v as f64 - max as f64).exp()).sum::<f64>().ln();
+        let ours = super::log_sum_exp_shifted(&logits, max);
+        assert!((ours - exact).abs() < 1e-6, "{ours} vs {exact}");
+        assert_eq!(super::sum_exp(&logits, max).ln().to_bits(), ours.to_bits(), "portable and AVX2 builds differ");
+        assert_eq!(super::argmax(&[1.0, 3.0, 3.0, -1.0]), 1);
+        let mut tied = vec![0.5f32; 37];
+        tied[3] = f32::NAN;
+        tied[20] = 2.0;
+        tied[33] = 2.0;
+        assert_eq!(super::argmax(&tied), 20);
+        assert_eq!(super::argmax(&[f32::NAN, 1.0]), 1);
+        assert_eq!(super::argmax(&[f32::NAN; 3]), 0);
     }
 
     /// Against the formula in f64 and candle's `gelu` over the range activations take: absolute

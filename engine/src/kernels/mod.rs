@@ -17,6 +17,8 @@
 // `<format>_tests.rs`; `block` is Q8_0/Q5_0 (32-value blocks), `kquant` is Q4_K/Q6_K.
 mod activations;
 pub mod attention;
+#[cfg(target_arch = "x86_64")]
+mod attention_avx2;
 mod block;
 #[cfg(target_arch = "x86_64")]
 mod block_avx2;

@@ -1,0 +1,86 @@
+//! AVX2+FMA forms of attention's two inner loops, written with intrinsics because the compiler's
+//! own vectorization of the portable loops came and went with the row count. Each lane runs the
+//! same fused multiply-adds in the same order as the portable loops in `attention.rs`, so the
+//! results are the same bits.
+
+// Register arrays are indexed by query row on purpose.
+#![allow(clippy::needless_range_loop)]
+
+use std::arch::x86_64::*;
+
+use super::attention::{DW, NR};
+
+/// Dot products of R queries (`queries[i]`, d values each) with NR keys laid out by dimension
+/// (`keys[dim · stride..][..NR]`): per lane, one chain of fused multiply-adds over the dimension.
+///
+/// # Safety
+/// AVX2 and FMA must be present; every `queries[i]` holds `d` values and `keys` holds
+/// `(d - 1) · stride + NR` values.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(super) unsafe fn score_tile<const R: usize>(queries: &[*const f32; R], keys: *const f32, stride: usize, d: usize) -> [[f32; NR]; R] {
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for dim in 0..d {
+        // SAFETY: dim < d, so the loads stay inside what the caller vouched for.
+        unsafe {
+            let from = keys.add(dim * stride);
+            // Each dimension is its own stream (keys are transposed); fetch two tiles ahead.
+            _mm_prefetch::<_MM_HINT_T0>(from.wrapping_add(2 * NR).cast());
+            let (k0, k1) = (_mm256_loadu_ps(from), _mm256_loadu_ps(from.add(8)));
+            for i in 0..R {
+                let x = _mm256_broadcast_ss(&*queries[i].add(dim));
+                acc[i][0] = _mm256_fmadd_ps(x, k0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(x, k1, acc[i][1]);
+            }
+        }
+    }
+    let mut out = [[0f32; NR]; R];
+    for i in 0..R {
+        // SAFETY: out[i] holds NR = 16 values.
+        unsafe {
+            _mm256_storeu_ps(out[i].as_mut_ptr(), acc[i][0]);
+            _mm256_storeu_ps(out[i].as_mut_ptr().add(8), acc[i][1]);
+        }
+    }
+    out
+}
+
+/// `Σ_c p_i(c) · value(c)` over `columns`, in column order, for DW lanes of R rows: `p_i(c)` is
+/// `probabilities[i · width + c]`, `value(c)` is `values[c · stride..][..DW]`.
+///
+/// # Safety
+/// AVX2 and FMA must be present; `probabilities` holds `(R - 1) · width + end` values and `values`
+/// holds `(end - 1) · stride + DW`, for `end = columns.end`.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(super) unsafe fn weighted_values<const R: usize>(
+    probabilities: *const f32,
+    width: usize,
+    columns: std::ops::Range<usize>,
+    values: *const f32,
+    stride: usize,
+) -> [[f32; DW]; R] {
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    for c in columns {
+        // SAFETY: c < columns.end, within what the caller vouched for.
+        unsafe {
+            let value = values.add(c * stride);
+            _mm_prefetch::<_MM_HINT_T0>(values.wrapping_add((c + 8) * stride).cast());
+            let (v0, v1) = (_mm256_loadu_ps(value), _mm256_loadu_ps(value.add(8)));
+            for i in 0..R {
+                let p = _mm256_broadcast_ss(&*probabilities.add(i * width + c));
+                acc[i][0] = _mm256_fmadd_ps(p, v0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(p, v1, acc[i][1]);
+            }
+        }
+    }
+    let mut out = [[0f32; DW]; R];
+    for i in 0..R {
+        // SAFETY: out[i] holds DW = 16 values.
+        unsafe {
+            _mm256_storeu_ps(out[i].as_mut_ptr(), acc[i][0]);
+            _mm256_storeu_ps(out[i].as_mut_ptr().add(8), acc[i][1]);
+        }
+    }
+    out
+}
