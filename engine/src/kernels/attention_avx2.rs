@@ -34,15 +34,8 @@ pub(super) unsafe fn score_tile<const R: usize>(queries: &[*const f32; R], keys:
             }
         }
     }
-    let mut out = [[0f32; NR]; R];
-    for i in 0..R {
-        // SAFETY: out[i] holds NR = 16 values.
-        unsafe {
-            _mm256_storeu_ps(out[i].as_mut_ptr(), acc[i][0]);
-            _mm256_storeu_ps(out[i].as_mut_ptr().add(8), acc[i][1]);
-        }
-    }
-    out
+    // SAFETY: the caller vouched for AVX2.
+    unsafe { spill(&acc) }
 }
 
 /// `Σ_c p_i(c) · value(c)` over `columns`, in column order, for DW lanes of R rows: `p_i(c)` is
@@ -74,9 +67,20 @@ pub(super) unsafe fn weighted_values<const R: usize>(
             }
         }
     }
-    let mut out = [[0f32; DW]; R];
+    // SAFETY: the caller vouched for AVX2.
+    unsafe { spill(&acc) }
+}
+
+/// R rows of two eight-lane registers as R arrays of 16 floats (`NR` = `DW` = 16).
+///
+/// # Safety
+/// AVX2 must be present.
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn spill<const R: usize>(acc: &[[__m256; 2]; R]) -> [[f32; 16]; R] {
+    let mut out = [[0f32; 16]; R];
     for i in 0..R {
-        // SAFETY: out[i] holds DW = 16 values.
+        // SAFETY: out[i] holds 16 values.
         unsafe {
             _mm256_storeu_ps(out[i].as_mut_ptr(), acc[i][0]);
             _mm256_storeu_ps(out[i].as_mut_ptr().add(8), acc[i][1]);
