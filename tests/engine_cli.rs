@@ -94,6 +94,33 @@ fn generate_names_the_bad_line() {
     assert!(!result.status.success() && stderr.contains("missing.gguf"), "{stderr}");
 }
 
+/// `CODESWEEP_KV_CACHE` picks the cache precision (f16 by default, f32 on request); any other
+/// value stops the run before it reads the model, naming the variable, the value and the choices.
+#[test]
+fn kv_cache_setting_is_honoured_or_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_model(dir.path());
+    let input = dir.path().join("prompts.jsonl");
+    write_prompts(&input, &common::code_prompts()[..3]);
+    for (value, ok) in [("f32", true), ("f16", true), ("fp8", false)] {
+        let out = dir.path().join(format!("{value}.jsonl"));
+        let result = codesweep()
+            .args(["generate", "--model", model.to_str().unwrap(), "--prompts", input.to_str().unwrap()])
+            .args(["--max-new-tokens", "4", "--out", out.to_str().unwrap()])
+            .env("CODESWEEP_KV_CACHE", value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.success(), ok, "{value}: {stderr}");
+        if ok {
+            assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3, "{value}");
+        } else {
+            assert!(stderr.contains("CODESWEEP_KV_CACHE") && stderr.contains("`fp8`") && stderr.contains("`f32`"), "{stderr}");
+            assert!(!out.exists(), "no output on failure");
+        }
+    }
+}
+
 struct Server {
     child: Child,
     url: String,

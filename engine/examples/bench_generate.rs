@@ -31,7 +31,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use codesweep_engine::generate::batch::step_inputs;
-use codesweep_engine::layers::KvCache;
+use codesweep_engine::KvCache;
 use codesweep_engine::{parse_device, parse_dtype, GenerateOptions, Generator, Model, Request, TextTokenizer};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -123,7 +123,7 @@ fn synthetic_prompt(tok: &TextTokenizer, words: &[String], tokens: usize, seed: 
 /// Logits of the last position of `ids`, one forward pass over the whole prompt, as f32.
 fn last_logits(model: &Model, ids: &[u32]) -> BoxResult<Vec<f32>> {
     let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.windows(), model.dtype, &model.device)?;
-    let mut cache = KvCache::new(model.config.num_layers);
+    let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
     let logits = model.network.forward(&step, &mut cache)?;
     Ok(logits.squeeze(0)?.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?)
 }

@@ -83,6 +83,14 @@ pub enum EngineError {
     /// message is not acceptable.
     #[error("chat template: {0}")]
     Chat(String),
+    /// A process setting (an environment variable) has a value the engine cannot use.
+    #[error("{name}: {message}")]
+    Setting {
+        /// The variable.
+        name: String,
+        /// What is wrong and what to use instead.
+        message: String,
+    },
     /// A tensor operation failed.
     #[error("tensor operation: {0}")]
     Candle(#[from] candle_core::Error),

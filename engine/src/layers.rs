@@ -1,8 +1,9 @@
-//! Building blocks shared by the architectures: norms, rotary positions, the KV cache and
-//! batched attention with per-sequence masks.
+//! Building blocks shared by the architectures: norms, rotary positions and batched attention
+//! with per-sequence masks.
 
 use candle_core::{DType, Device, Tensor};
 
+use crate::kv_cache::KvCache;
 use crate::weights::{Linear, Name, Weights};
 
 /// RMSNorm (LLaMA, Qwen2) or LayerNorm with bias (StarCoder families).
@@ -102,133 +103,6 @@ impl Rotary {
         } else {
             candle_nn::rotary_emb::rope(&x.contiguous()?, &cos, &sin)
         }
-    }
-}
-
-/// Keys and values of every layer for the running batch, written in place into buffers that
-/// grow in steps of [`KV_GROWTH`] columns, so a decode step copies only its own column.
-#[derive(Debug, Default)]
-pub struct KvCache {
-    layers: Vec<Option<LayerCache>>,
-}
-
-/// Columns a cache buffer grows by when full: one copy of the cache per this many decode steps.
-pub const KV_GROWTH: usize = 256;
-
-/// One layer's buffers, of which the first `len` columns are filled: values (b, kv_heads,
-/// capacity, head_dim); keys the same, or (b, kv_heads, head_dim, capacity) when `keys_t` (f32 on
-/// the CPU), so attention reads a block of keys per dimension with one load and never transposes.
-#[derive(Debug, Clone)]
-struct LayerCache {
-    k: Tensor,
-    v: Tensor,
-    len: usize,
-    keys_t: bool,
-}
-
-/// Whether keys of this device and dtype are cached transposed (see [`LayerCache`]).
-fn keys_transposed(k: &Tensor) -> bool {
-    k.device().is_cpu() && k.dtype() == DType::F32
-}
-
-impl LayerCache {
-    fn capacity(&self) -> usize {
-        self.v.dims().get(2).copied().unwrap_or(0)
-    }
-
-    /// The column dimension of the key buffer.
-    fn key_columns_dim(&self) -> usize {
-        if self.keys_t {
-            3
-        } else {
-            2
-        }
-    }
-
-    /// The filled columns as views of the buffers, both (b, kv_heads, len, head_dim) (keys
-    /// strided when transposed).
-    fn filled(&self) -> candle_core::Result<(Tensor, Tensor)> {
-        let k = self.k.narrow(self.key_columns_dim(), 0, self.len)?;
-        let k = if self.keys_t { k.transpose(2, 3)? } else { k };
-        Ok((k, self.v.narrow(2, 0, self.len)?))
-    }
-
-    /// New buffers of `capacity` columns holding columns `from..from + len` of the keys and
-    /// values `k`, `v` given as (b, kv_heads, columns, head_dim) (any strides).
-    fn with_capacity(k: &Tensor, v: &Tensor, from: usize, len: usize, capacity: usize, keys_t: bool) -> candle_core::Result<Self> {
-        let grow = |t: &Tensor, transpose: bool| -> candle_core::Result<Tensor> {
-            let (b, heads, _, d) = t.dims4()?;
-            let shape = if transpose { (b, heads, d, capacity) } else { (b, heads, capacity, d) };
-            let buffer = Tensor::zeros(shape, t.dtype(), t.device())?;
-            if len > 0 {
-                let part = t.narrow(2, from, len)?;
-                let (part, dim) = if transpose { (part.transpose(2, 3)?, 3) } else { (part, 2) };
-                buffer.slice_set(&part.contiguous()?, dim, 0)?;
-            }
-            Ok(buffer)
-        };
-        Ok(Self { k: grow(k, keys_t)?, v: grow(v, false)?, len, keys_t })
-    }
-
-    /// Buffers of `capacity` columns holding this cache's columns `from..len`.
-    fn regrown(&self, from: usize, capacity: usize) -> candle_core::Result<Self> {
-        let (k, v) = self.filled()?;
-        Self::with_capacity(&k, &v, from, self.len - from, capacity, self.keys_t)
-    }
-}
-
-impl KvCache {
-    /// An empty cache for `num_layers` layers.
-    pub fn new(num_layers: usize) -> Self {
-        Self { layers: vec![None; num_layers] }
-    }
-
-    /// Number of cached columns (0 when empty).
-    pub fn columns(&self) -> usize {
-        self.layers.iter().flatten().next().map_or(0, |c| c.len)
-    }
-
-    /// Appends this step's keys and values of `layer`, (b, kv_heads, t, head_dim), and returns
-    /// views of all of them, (b, kv_heads, columns, head_dim) each.
-    pub fn append(&mut self, layer: usize, k: Tensor, v: Tensor) -> candle_core::Result<(Tensor, Tensor)> {
-        let t = k.dim(2)?;
-        let slot = &mut self.layers[layer];
-        let needed = slot.as_ref().map_or(0, |c| c.len) + t;
-        let cache = match slot.take() {
-            Some(c) if c.capacity() >= needed => c,
-            Some(c) => c.regrown(0, needed.next_multiple_of(KV_GROWTH))?,
-            None => LayerCache::with_capacity(&k, &v, 0, 0, needed.next_multiple_of(KV_GROWTH), keys_transposed(&k))?,
-        };
-        if cache.keys_t {
-            cache.k.slice_set(&k.transpose(2, 3)?.contiguous()?, 3, cache.len)?;
-        } else {
-            cache.k.slice_set(&k.contiguous()?, 2, cache.len)?;
-        }
-        cache.v.slice_set(&v.contiguous()?, 2, cache.len)?;
-        let cache = LayerCache { len: needed, ..cache };
-        let filled = cache.filled()?;
-        *slot = Some(cache);
-        Ok(filled)
-    }
-
-    /// Keeps only the batch rows `rows` (indices into the current batch), in that order.
-    pub fn retain_rows(&mut self, rows: &Tensor) -> candle_core::Result<()> {
-        for slot in &mut self.layers {
-            if let Some(c) = slot.take() {
-                *slot = Some(LayerCache { k: c.k.index_select(rows, 0)?, v: c.v.index_select(rows, 0)?, ..c });
-            }
-        }
-        Ok(())
-    }
-
-    /// Drops the first `n` columns (padding no remaining row needs).
-    pub fn drop_front_columns(&mut self, n: usize) -> candle_core::Result<()> {
-        for slot in &mut self.layers {
-            if let Some(c) = slot.take() {
-                *slot = Some(c.regrown(n, c.capacity())?);
-            }
-        }
-        Ok(())
     }
 }
 
@@ -419,44 +293,3 @@ pub fn logits_f32(x: &Tensor, norm: &Norm, head: &Linear) -> candle_core::Result
     let x = last_position(x)?.unsqueeze(1)?;
     head.forward(&norm.forward(&x)?)?.squeeze(1)?.to_dtype(DType::F32)
 }
-
-#[cfg(test)]
-mod tests {
-    use candle_core::{Device, Tensor};
-
-    use super::{KvCache, KV_GROWTH};
-
-    /// Appends across several buffer growths, then drops rows and front columns: the views
-    /// always equal the concatenation of what went in.
-    #[test]
-    fn cache_views_equal_concatenation_across_growth() -> candle_core::Result<()> {
-        let dev = Device::Cpu;
-        let mut cache = KvCache::new(2);
-        let (mut all_k, mut all_v) = (Vec::new(), Vec::new());
-        let steps = [100, 1, 200, 1, 1, KV_GROWTH, 3];
-        for t in steps {
-            let k = Tensor::randn(0f32, 1.0, (3, 2, t, 4), &dev)?;
-            let v = Tensor::randn(0f32, 1.0, (3, 2, t, 4), &dev)?;
-            cache.append(0, k.clone(), v.clone())?;
-            let (ck, cv) = cache.append(1, k.clone(), v.clone())?;
-            all_k.push(k);
-            all_v.push(v);
-            let (ek, ev) = (Tensor::cat(&all_k, 2)?, Tensor::cat(&all_v, 2)?);
-            assert_eq!(ck.dims(), ek.dims());
-            assert_eq!((ck - &ek)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
-            assert_eq!((cv - &ev)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
-        }
-        let total: usize = steps.iter().sum();
-        assert_eq!(cache.columns(), total);
-        cache.retain_rows(&Tensor::new(&[2u32, 0], &dev)?)?;
-        cache.drop_front_columns(7)?;
-        let t = Tensor::randn(0f32, 1.0, (2, 2, 1, 4), &dev)?;
-        let (ck, _) = cache.append(0, t.clone(), t.clone())?;
-        let expected = Tensor::cat(&all_k, 2)?.index_select(&Tensor::new(&[2u32, 0], &dev)?, 0)?.narrow(2, 7, total - 7)?;
-        let expected = Tensor::cat(&[&expected, &t], 2)?;
-        assert_eq!(ck.dims(), &[2, 2, total - 7 + 1, 4]);
-        assert_eq!((ck - expected)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?, 0.0);
-        Ok(())
-    }
-}
-

@@ -14,12 +14,12 @@ use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device};
 use codesweep_engine::generate::batch::step_inputs;
 use codesweep_engine::kernels::Isa;
-use codesweep_engine::layers::KvCache;
+use codesweep_engine::KvCache;
 use codesweep_engine::{GenerateOptions, Generator, Model, Request};
 use common::Arch;
 
 fn last_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
-    let mut cache = KvCache::new(model.config.num_layers);
+    let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
     let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.windows(), DType::F32, &Device::Cpu).unwrap();
     model.network.forward(&step, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap()
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
 use codesweep_engine::generate::batch::step_inputs;
-use codesweep_engine::layers::KvCache;
+use codesweep_engine::KvCache;
 use codesweep_engine::{GenerateOptions, Generator, Model, Request, Sampling, StopReason};
 use common::{Arch, ALL_ARCHS};
 
@@ -96,7 +96,7 @@ fn greedy_output_is_independent_of_batch_composition() {
 
 /// Last-position logits of `ids` computed in one pass from an empty cache.
 fn full_logits(model: &Model, ids: &[u32]) -> Vec<f32> {
-    let mut cache = KvCache::new(model.config.num_layers);
+    let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
     let step = step_inputs(&[ids.to_vec()], &[0], 0, model.config.windows(), DType::F32, &Device::Cpu).unwrap();
     let l = model.network.forward(&step, &mut cache).unwrap();
     l.squeeze(0).unwrap().to_vec1().unwrap()
@@ -118,7 +118,7 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 fn kv_cache_decoding_equals_full_recomputation() {
     for (label, model) in models() {
         let mut ids = model.tokenizer.encode(&common::code_prompts()[2]).unwrap();
-        let mut cache = KvCache::new(model.config.num_layers);
+        let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
         let step = step_inputs(&[ids.clone()], &[0], 0, model.config.windows(), DType::F32, &Device::Cpu).unwrap();
         let mut logits: Vec<f32> =
             model.network.forward(&step, &mut cache).unwrap().squeeze(0).unwrap().to_vec1().unwrap();
@@ -145,7 +145,7 @@ fn left_padding_does_not_change_a_sequence() {
         let pad = long.len() - short.len();
         let mut padded = vec![0u32; pad];
         padded.extend(&short);
-        let mut cache = KvCache::new(model.config.num_layers);
+        let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
         let step = step_inputs(&[long.clone(), padded], &[0, pad], 0, model.config.windows(), DType::F32, &Device::Cpu).unwrap();
         let both: Vec<Vec<f32>> = model.network.forward(&step, &mut cache).unwrap().to_vec2().unwrap();
         let d_short = max_diff(&both[1], &full_logits(&model, &short));

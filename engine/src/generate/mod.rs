@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use candle_core::Tensor;
 
 use crate::error::{EngineError, Result};
-use crate::layers::KvCache;
+use crate::kv_cache::KvCache;
 use crate::models::Model;
 use batch::step_inputs;
 pub use sampling::Sampling;
@@ -295,7 +295,7 @@ impl<'m> Generator<'m> {
         stats.batches += 1;
         stats.prompt_tokens += rows.iter().map(|s| s.prompt.len()).sum::<usize>();
         stats.prefill_columns += rows.len() * longest;
-        let mut cache = KvCache::new(model.config.num_layers);
+        let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
         let mut logits = None;
         let chunk = (self.options.prefill_chunk / rows.len().max(1)).max(1);
         let mut start = 0;

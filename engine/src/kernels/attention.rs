@@ -12,8 +12,12 @@
 //!
 //! Query heads that share a key/value head form the rows of one product (`m = position · group +
 //! head`), so each transposed key block and each value row is loaded once for all of them.
+//!
+//! Keys and values may be f32 or f16 (the KV cache's default on the CPU): f16 values are widened
+//! to f32 exactly as they are loaded, and every sum runs in f32 as before.
 
-use candle_core::{DType, Storage, Tensor};
+use candle_core::{DType, Storage, Tensor, WithDType};
+use half::f16;
 
 /// Query rows (heads of a group × positions) per task.
 const ROWS_PER_TASK: usize = 128;
@@ -24,16 +28,49 @@ pub(super) const NR: usize = 16;
 /// Output lanes per pass over the values.
 pub(super) const DW: usize = 16;
 
+/// A key/value element the kernel reads: f32, or f16 widened to f32 on load (exactly).
+pub(super) trait CacheValue: WithDType {
+    /// Stored as IEEE half precision (widened with F16C's `vcvtph2ps` on x86).
+    const HALF: bool;
+    /// The value as f32, exactly.
+    fn widen(self) -> f32;
+}
+
+impl CacheValue for f32 {
+    const HALF: bool = false;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+}
+
+impl CacheValue for f16 {
+    const HALF: bool = true;
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
 /// Softmax attention of `q` (b, heads, t, d) over `k`, `v` (b, kv_heads, columns, d) with the
 /// additive `mask` (b, 1, t or 1, columns); returns (b, t, heads·d). Query heads are grouped over
-/// key/value heads. `None` when the inputs are not f32 on the CPU, so the caller takes candle's
-/// path. `k` and `v` may be strided views (the cache's filled columns). A query with every column
-/// masked gets zeros.
+/// key/value heads. `q` and `mask` are f32; `k` and `v` both f32 or both f16. `None` when the
+/// inputs are otherwise or not on the CPU, so the caller takes candle's path. `k` and `v` may be
+/// strided views (the cache's filled columns). A query with every column masked gets zeros.
 pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_scalar: f64) -> candle_core::Result<Option<Tensor>> {
-    let all_cpu_f32 = [q, k, v, mask].iter().all(|t| t.device().is_cpu() && t.dtype() == DType::F32);
-    if !all_cpu_f32 {
+    let all_cpu = [q, k, v, mask].iter().all(|t| t.device().is_cpu());
+    if !all_cpu || q.dtype() != DType::F32 || mask.dtype() != DType::F32 {
         return Ok(None);
     }
+    match (k.dtype(), v.dtype()) {
+        (DType::F32, DType::F32) => attention_over::<f32>(q, k, v, mask, query_scalar).map(Some),
+        (DType::F16, DType::F16) => attention_over::<f16>(q, k, v, mask, query_scalar).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// [`cpu_attention`] with keys and values of element type `E`.
+fn attention_over<E: CacheValue>(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_scalar: f64) -> candle_core::Result<Tensor> {
     let (b, heads, t, d) = q.dims4()?;
     let (_, kv_heads, columns, _) = k.dims4()?;
     // The mask may hold one row for all query positions (encoders).
@@ -54,7 +91,7 @@ pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_sc
         }
     };
     // Keys come either as rows (head dimension contiguous) or transposed (columns contiguous,
-    // as `layers::KvCache` keeps them on the CPU).
+    // as `kv_cache::KvCache` keeps them on the CPU).
     let keys = match *k_layout.stride() {
         [s0, s1, 1, sd] if sd != 1 || d == 1 => KeyLayout::Transposed { row: s0, head: s1, dim: sd },
         [s0, s1, s2, 1] => KeyLayout::Rows { row: s0, head: s1, column: s2 },
@@ -62,10 +99,10 @@ pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_sc
     };
     let group = heads / kv_heads;
     let inputs = Inputs {
-        q: &slice(&q_store)?[q_layout.start_offset()..],
-        k: &slice(&k_store)?[k_layout.start_offset()..],
-        v: &slice(&v_store)?[v_layout.start_offset()..],
-        mask: &slice(&m_store)?[m_layout.start_offset()..],
+        q: &slice::<f32>(&q_store)?[q_layout.start_offset()..],
+        k: &slice::<E>(&k_store)?[k_layout.start_offset()..],
+        v: &slice::<E>(&v_store)?[v_layout.start_offset()..],
+        mask: &slice::<f32>(&m_store)?[m_layout.start_offset()..],
         keys,
         v_strides: cache_strides(v_layout.stride())?,
         heads,
@@ -94,15 +131,15 @@ pub fn cpu_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: &Tensor, query_sc
         }
     });
     drop((q_store, k_store, v_store, m_store));
-    Ok(Some(Tensor::from_vec(out, (b, t, heads * d), q.device())?))
+    Tensor::from_vec(out, (b, t, heads * d), q.device())
 }
 
-/// The flat inputs of one call, read by every task.
+/// The flat inputs of one call, read by every task; keys and values of element type `E`.
 #[derive(Clone, Copy)]
-struct Inputs<'a> {
+struct Inputs<'a, E> {
     q: &'a [f32],
-    k: &'a [f32],
-    v: &'a [f32],
+    k: &'a [E],
+    v: &'a [E],
     mask: &'a [f32],
     keys: KeyLayout,
     v_strides: [usize; 3],
@@ -135,17 +172,17 @@ struct Workspace {
     spans: Vec<Option<(usize, usize)>>,
 }
 
-/// Runs [`attend`] compiled for AVX2 and FMA where the CPU has them. Every sum is the same
+/// Runs [`attend`] compiled for AVX2, FMA and F16C where the CPU has them. Every sum is the same
 /// sequence of IEEE operations (fused multiply-adds included) either way, so are the results.
 ///
 /// # Safety
 /// `out` must hold b·t·heads·d values and no other task may write these query rows.
-unsafe fn run_task(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+unsafe fn run_task<E: CacheValue>(inputs: &Inputs<E>, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && !portable_only() {
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") && !portable_only() {
         return attend_avx2(inputs, row, kv, rows, work, out);
     }
-    attend::<false>(inputs, row, kv, rows, work, out)
+    attend::<E, false>(inputs, row, kv, rows, work, out)
 }
 
 /// Whether a test asked for the portable build.
@@ -161,15 +198,15 @@ fn portable_only() -> bool {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn attend_avx2(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
-    attend::<true>(inputs, row, kv, rows, work, out)
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn attend_avx2<E: CacheValue>(inputs: &Inputs<E>, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+    attend::<E, true>(inputs, row, kv, rows, work, out)
 }
 
 /// Query rows `rows` (`m = position · group + head in group`) of batch row `row` against key/value
 /// head `kv`; writes each one's d outputs. `AVX2`: the inner loops in AVX2+FMA intrinsics (same bits).
 #[inline(always)]
-fn attend<const AVX2: bool>(inputs: &Inputs, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
+fn attend<E: CacheValue, const AVX2: bool>(inputs: &Inputs<E>, row: usize, kv: usize, rows: std::ops::Range<usize>, work: &mut Workspace, out: super::SharedOut) {
     let Inputs { mask, group, columns, mask_rows, d, .. } = *inputs;
     let mask_line = |m: usize| &mask[(row * mask_rows + (m / group).min(mask_rows - 1)) * columns..][..columns];
     work.spans.clear();
@@ -188,12 +225,12 @@ fn attend<const AVX2: bool>(inputs: &Inputs, row: usize, kv: usize, rows: std::o
         // A tile for each count, so a group of fewer than MR heads (Gemma's 4 in decode) still
         // loads each key block and value row once for all of them.
         match n {
-            6 => attend_rows::<6, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
-            5 => attend_rows::<5, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
-            4 => attend_rows::<4, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
-            3 => attend_rows::<3, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
-            2 => attend_rows::<2, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
-            _ => attend_rows::<1, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            6 => attend_rows::<E, 6, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            5 => attend_rows::<E, 5, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            4 => attend_rows::<E, 4, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            3 => attend_rows::<E, 3, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            2 => attend_rows::<E, 2, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
+            _ => attend_rows::<E, 1, AVX2>(inputs, row, kv, first, rows.start, width, work, out),
         }
         first += n;
     }
@@ -203,7 +240,7 @@ fn attend<const AVX2: bool>(inputs: &Inputs, row: usize, kv: usize, rows: std::o
 /// Copies keys `0..width` of (`row`, `kv`) into `keys_t` as `[block][dim][NR]`, zeros past
 /// `width`, when they come as rows; transposed keys are read in place.
 #[inline(always)]
-fn transpose_keys(inputs: &Inputs, row: usize, kv: usize, width: usize, keys_t: &mut Vec<f32>) {
+fn transpose_keys<E: CacheValue>(inputs: &Inputs<E>, row: usize, kv: usize, width: usize, keys_t: &mut Vec<f32>) {
     let Inputs { k, keys, d, .. } = *inputs;
     let KeyLayout::Rows { row: rs, head: hs, column: cs } = keys else { return };
     let blocks = width.div_ceil(NR);
@@ -214,7 +251,7 @@ fn transpose_keys(inputs: &Inputs, row: usize, kv: usize, width: usize, keys_t: 
         let key = &base[c * cs..][..d];
         let block = &mut keys_t[(c / NR) * d * NR..][..d * NR];
         for (dim, &x) in key.iter().enumerate() {
-            block[dim * NR + c % NR] = x;
+            block[dim * NR + c % NR] = x.widen();
         }
     }
 }
@@ -222,8 +259,8 @@ fn transpose_keys(inputs: &Inputs, row: usize, kv: usize, width: usize, keys_t: 
 /// Query rows `first..first + R`: scores, softmax over each row's span, weighted values.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn attend_rows<const R: usize, const AVX2: bool>(
-    inputs: &Inputs,
+fn attend_rows<E: CacheValue, const R: usize, const AVX2: bool>(
+    inputs: &Inputs<E>,
     row: usize,
     kv: usize,
     first: usize,
@@ -257,13 +294,14 @@ fn attend_rows<const R: usize, const AVX2: bool>(
 
     // Scores of the columns lo..=hi, in tiles of R rows × NR keys.
     for block in lo / NR..=hi / NR {
-        let (keys, stride) = match inputs.keys {
-            KeyLayout::Rows { .. } => (&work.keys_t[block * d * NR..], NR),
+        let tile = match inputs.keys {
+            KeyLayout::Rows { .. } => score_tile::<f32, R, AVX2>(&queries, &work.keys_t[block * d * NR..], NR, d),
             // Columns past the filled ones lie inside the buffer's capacity, or the row's next
             // head; their lanes are computed and dropped.
-            KeyLayout::Transposed { row: rs, head: hs, dim } => (&inputs.k[row * rs + kv * hs + block * NR..], dim),
+            KeyLayout::Transposed { row: rs, head: hs, dim } => {
+                score_tile::<E, R, AVX2>(&queries, &inputs.k[row * rs + kv * hs + block * NR..], dim, d)
+            }
         };
-        let tile = score_tile::<R, AVX2>(&queries, keys, stride, d);
         let (c0, c1) = ((block * NR).max(lo), ((block + 1) * NR).min(hi + 1));
         for i in 0..R {
             for c in c0..c1 {
@@ -287,7 +325,7 @@ fn attend_rows<const R: usize, const AVX2: bool>(
     let values = &v[row * vs[0] + kv * vs[1]..];
     for lane0 in (0..d).step_by(DW) {
         let lanes = (d - lane0).min(DW);
-        let acc = weighted_values::<R, AVX2>(scores, width, lo..hi + 1, &values[lane0..], vs[2], lanes);
+        let acc = weighted_values::<E, R, AVX2>(scores, width, lo..hi + 1, &values[lane0..], vs[2], lanes);
         for (i, acc) in acc.iter().enumerate() {
             let m = first + i;
             let (pos, head) = (m / group, kv * group + m % group);
@@ -302,11 +340,11 @@ fn attend_rows<const R: usize, const AVX2: bool>(
 /// lanes of R rows: `p_i(c)` is `probabilities[i · width + c]`, `value(c)` is
 /// `values[c · stride..][..lanes]`; lanes past `lanes` stay zero.
 #[inline(always)]
-fn weighted_values<const R: usize, const AVX2: bool>(
+fn weighted_values<E: CacheValue, const R: usize, const AVX2: bool>(
     probabilities: &[f32],
     width: usize,
     columns: std::ops::Range<usize>,
-    values: &[f32],
+    values: &[E],
     stride: usize,
     lanes: usize,
 ) -> [[f32; DW]; R] {
@@ -318,7 +356,7 @@ fn weighted_values<const R: usize, const AVX2: bool>(
         && values.len() >= (columns.end - 1) * stride + DW
     {
         // SAFETY: `AVX2` is set only under `attend_avx2` (features checked); bounds checked above.
-        return unsafe { super::attention_avx2::weighted_values::<R>(probabilities.as_ptr(), width, columns, values.as_ptr(), stride) };
+        return unsafe { super::attention_avx2::weighted_values::<E, R>(probabilities.as_ptr(), width, columns, values.as_ptr(), stride) };
     }
     let mut acc = [[0f32; DW]; R];
     for c in columns {
@@ -326,7 +364,7 @@ fn weighted_values<const R: usize, const AVX2: bool>(
         for (i, acc) in acc.iter_mut().enumerate() {
             let p = probabilities[i * width + c];
             for (a, &x) in acc.iter_mut().zip(value) {
-                *a = p.mul_add(x, *a);
+                *a = p.mul_add(x.widen(), *a);
             }
         }
     }
@@ -336,30 +374,23 @@ fn weighted_values<const R: usize, const AVX2: bool>(
 /// Dot products of R queries with NR keys laid out by dimension (`keys[dim · stride..][..NR]`):
 /// each a chain of fused multiply-adds over the dimension, in order.
 #[inline(always)]
-fn score_tile<const R: usize, const AVX2: bool>(queries: &[&[f32]; R], keys: &[f32], stride: usize, d: usize) -> [[f32; NR]; R] {
+fn score_tile<E: CacheValue, const R: usize, const AVX2: bool>(queries: &[&[f32]; R], keys: &[E], stride: usize, d: usize) -> [[f32; NR]; R] {
     #[cfg(target_arch = "x86_64")]
     if AVX2 && d > 0 && keys.len() >= (d - 1) * stride + NR && queries.iter().all(|q| q.len() >= d) {
         let pointers: [*const f32; R] = std::array::from_fn(|i| queries[i].as_ptr());
         // SAFETY: `AVX2` is set only under `attend_avx2` (features checked); bounds checked above.
-        return unsafe { super::attention_avx2::score_tile::<R>(&pointers, keys.as_ptr(), stride, d) };
+        return unsafe { super::attention_avx2::score_tile::<E, R>(&pointers, keys.as_ptr(), stride, d) };
     }
     let mut acc = [[0f32; NR]; R];
-    let mut short = [0f32; NR];
     for dim in 0..d {
-        let from = dim * stride;
-        let keys: &[f32; NR] = match keys.get(from..from + NR).map(<&[f32; NR]>::try_from) {
-            Some(Ok(keys)) => keys,
-            // The storage ends inside this tile: the lanes past it are dropped by the caller.
-            _ => {
-                let rest = keys.get(from..).unwrap_or(&[]);
-                let n = rest.len().min(NR);
-                short[..n].copy_from_slice(&rest[..n]);
-                &short
-            }
-        };
+        // Zeros where the storage ends inside this tile: those lanes are dropped by the caller.
+        let mut lanes = [0f32; NR];
+        for (lane, key) in lanes.iter_mut().zip(keys.get(dim * stride..).unwrap_or(&[])) {
+            *lane = key.widen();
+        }
         for (a, query) in acc.iter_mut().zip(queries) {
             let x = query[dim];
-            for (a, &k) in a.iter_mut().zip(keys) {
+            for (a, &k) in a.iter_mut().zip(&lanes) {
                 *a = x.mul_add(k, *a);
             }
         }
@@ -390,10 +421,10 @@ fn softmax_in_place(span: &mut [f32]) {
     }
 }
 
-/// The f32 contents of a CPU storage.
-fn slice(s: &Storage) -> candle_core::Result<&[f32]> {
+/// The contents of a CPU storage of element type `T`.
+fn slice<T: WithDType>(s: &Storage) -> candle_core::Result<&[T]> {
     match s {
-        Storage::Cpu(cpu) => cpu.as_slice::<f32>(),
+        Storage::Cpu(cpu) => cpu.as_slice::<T>(),
         _ => candle_core::bail!("CPU attention reads CPU tensors only"),
     }
 }
@@ -402,7 +433,7 @@ fn slice(s: &Storage) -> candle_core::Result<&[f32]> {
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use candle_core::{Device, Tensor};
+    use candle_core::{DType, Device, Tensor};
 
     use super::cpu_attention;
 
@@ -429,16 +460,20 @@ mod tests {
             let masks = (0..b).map(|r| causal_mask(r * 3 % columns.min(t + 1), columns, t)).collect::<candle_core::Result<Vec<_>>>()?;
             let mask = Tensor::cat(&masks, 0)?;
             let k_t = k.transpose(2, 3)?.contiguous()?.transpose(2, 3)?;
-            for keys in [&k, &k_t] {
-                let fast = cpu_attention(&q, keys, &v, &mask, d as f64)?.expect("CPU f32");
+            let half = |t: &Tensor| t.to_dtype(DType::F16);
+            let (k16, k16_t, v16) = (half(&k)?, half(&k_t)?, half(&v)?);
+            for (keys, values) in [(&k, &v), (&k_t, &v), (&k16, &v16), (&k16_t, &v16)] {
+                let fast = cpu_attention(&q, keys, values, &mask, d as f64)?.expect("CPU f32 queries");
                 PORTABLE_ONLY.store(true, Ordering::Relaxed);
-                let portable = cpu_attention(&q, keys, &v, &mask, d as f64);
+                let portable = cpu_attention(&q, keys, values, &mask, d as f64);
                 PORTABLE_ONLY.store(false, Ordering::Relaxed);
-                let portable = portable?.expect("CPU f32");
-                assert_eq!(max_diff(&fast, &portable)?, 0.0, "heads {heads}/{kv_heads}, t {t}, d {d}");
-                let reference = crate::layers::candle_attention(&q, &k, &v, &mask, d as f64)?;
+                let portable = portable?.expect("CPU f32 queries");
+                let what = format!("heads {heads}/{kv_heads}, t {t}, d {d}, {:?} keys", keys.dtype());
+                assert_eq!(max_diff(&fast, &portable)?, 0.0, "{what}");
+                let widen = |t: &Tensor| t.to_dtype(DType::F32);
+                let reference = crate::layers::candle_attention(&q, &widen(keys)?, &widen(values)?, &mask, d as f64)?;
                 let diff = max_diff(&fast, &reference)?;
-                assert!(diff < 1e-5, "heads {heads}/{kv_heads}, t {t}, d {d}: {diff} from candle's");
+                assert!(diff < 1e-5, "{what}: {diff} from candle's");
             }
         }
         Ok(())
@@ -526,6 +561,25 @@ mod tests {
             start = end;
         }
         assert_eq!(max_diff(&Tensor::cat(&parts, 1)?, &alone)?, 0.0, "chunking changed the result");
+        Ok(())
+    }
+
+    /// f16 keys and values (the KV cache's default) give the same bits as their f32 widenings:
+    /// the kernel widens on load and sums in f32 either way. Mixed dtypes are left to candle.
+    #[test]
+    fn f16_cache_equals_its_exact_f32_widening() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let (b, heads, kv_heads, t, d, columns) = (2, 8, 2, 5, 64, 90);
+        let q = Tensor::randn(0f32, 1.0, (b, heads, t, d), &dev)?;
+        let k16 = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?.to_dtype(DType::F16)?;
+        let v16 = Tensor::randn(0f32, 1.0, (b, kv_heads, columns, d), &dev)?.to_dtype(DType::F16)?;
+        let mask = Tensor::cat(&[&causal_mask(0, columns, t)?, &causal_mask(11, columns, t)?], 0)?;
+        let transposed = |k: &Tensor| k.transpose(2, 3)?.contiguous()?.transpose(2, 3);
+        let (k32, v32) = (k16.to_dtype(DType::F32)?, v16.to_dtype(DType::F32)?);
+        let from_half = cpu_attention(&q, &transposed(&k16)?, &v16, &mask, d as f64)?.expect("f16 cache on the CPU");
+        let from_full = cpu_attention(&q, &transposed(&k32)?, &v32, &mask, d as f64)?.expect("f32 on the CPU");
+        assert_eq!(max_diff(&from_half, &from_full)?, 0.0);
+        assert!(cpu_attention(&q, &k16, &v32, &mask, d as f64)?.is_none(), "mixed key and value dtypes");
         Ok(())
     }
 

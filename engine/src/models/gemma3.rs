@@ -14,7 +14,8 @@
 use candle_core::Tensor;
 
 use crate::config::ModelConfig;
-use crate::layers::{logits_f32, GatedMlp, KvCache, Norm, Rotary, RotaryAttention};
+use crate::kv_cache::KvCache;
+use crate::layers::{logits_f32, GatedMlp, Norm, Rotary, RotaryAttention};
 use crate::weights::{Embedding, Linear, Name, Weights};
 
 struct Block {

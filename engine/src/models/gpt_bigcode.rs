@@ -4,7 +4,8 @@
 use candle_core::Tensor;
 
 use crate::config::ModelConfig;
-use crate::layers::{attention, logits_f32, GeluMlp, KvCache, Norm};
+use crate::kv_cache::KvCache;
+use crate::layers::{attention, logits_f32, GeluMlp, Norm};
 use crate::weights::{Embedding, Linear, Name, Weights};
 
 struct Block {

@@ -15,7 +15,7 @@ use candle_core::{DType, Device, Tensor};
 use crate::config::{Architecture, ModelConfig};
 use crate::error::{EngineError, Result};
 use crate::generate::batch::StepInputs;
-use crate::layers::KvCache;
+use crate::kv_cache::{CachePrecision, KvCache};
 use crate::tokenizer::{tokenizer_json_from_gguf, TextTokenizer};
 use crate::weights::Weights;
 
@@ -67,6 +67,8 @@ pub struct Model {
     /// The Jinja chat template the model ships (GGUF `tokenizer.chat_template`, or the
     /// directory's `tokenizer_config.json` / `chat_template.jinja`); see [`crate::chat`].
     pub chat_template: Option<String>,
+    /// What the CPU KV cache keeps of keys and values (`CODESWEEP_KV_CACHE`, read at load).
+    pub kv_cache: CachePrecision,
 }
 
 /// Parses `cpu` or `cuda:N` (`cuda` = `cuda:0`).
@@ -102,6 +104,8 @@ impl Model {
     /// Loads a `.gguf` file or a Hugging Face directory (`config.json`, `*.safetensors`,
     /// `tokenizer.json`). `dtype` applies to safetensors weights (default f32 on CPU, f16 on GPU).
     pub fn load(path: &Path, device: &Device, dtype: Option<DType>) -> Result<Self> {
+        // A bad setting fails here, before the weights are read.
+        CachePrecision::from_env()?;
         if path.is_dir() {
             Self::load_hf(path, device, dtype.unwrap_or(if device.is_cpu() { DType::F32 } else { DType::F16 }))
         } else {
@@ -130,6 +134,7 @@ impl Model {
             dtype: DType::F32,
             path: path.to_path_buf(),
             chat_template,
+            kv_cache: CachePrecision::from_env()?,
         })
     }
 
@@ -155,7 +160,8 @@ impl Model {
         let mut weights = Weights::safetensors(dir, &files, device, dtype)?;
         let network = build_network(&mut weights, &config)?;
         let chat_template = crate::chat::hf_chat_template(dir)?;
-        Ok(Self { network, config, tokenizer, device: device.clone(), dtype, path: dir.to_path_buf(), chat_template })
+        let kv_cache = CachePrecision::from_env()?;
+        Ok(Self { network, config, tokenizer, device: device.clone(), dtype, path: dir.to_path_buf(), chat_template, kv_cache })
     }
 }
 

@@ -12,7 +12,8 @@
 use candle_core::Tensor;
 
 use crate::config::{Architecture, ModelConfig};
-use crate::layers::{logits_f32, GatedMlp, GeluMlp, KvCache, Mlp, Norm, Rotary, RotaryAttention};
+use crate::kv_cache::KvCache;
+use crate::layers::{logits_f32, GatedMlp, GeluMlp, Mlp, Norm, Rotary, RotaryAttention};
 use crate::weights::{Embedding, Linear, Name, Weights};
 
 struct Block {
