@@ -104,16 +104,16 @@ impl Model {
     /// Loads a `.gguf` file or a Hugging Face directory (`config.json`, `*.safetensors`,
     /// `tokenizer.json`). `dtype` applies to safetensors weights (default f32 on CPU, f16 on GPU).
     pub fn load(path: &Path, device: &Device, dtype: Option<DType>) -> Result<Self> {
-        // A bad setting fails here, before the weights are read.
-        CachePrecision::from_env()?;
+        // Read once, before the weights, so a bad setting fails at once.
+        let kv_cache = CachePrecision::from_env()?;
         if path.is_dir() {
-            Self::load_hf(path, device, dtype.unwrap_or(if device.is_cpu() { DType::F32 } else { DType::F16 }))
+            Self::load_hf(path, device, dtype.unwrap_or(if device.is_cpu() { DType::F32 } else { DType::F16 }), kv_cache)
         } else {
-            Self::load_gguf(path, device)
+            Self::load_gguf(path, device, kv_cache)
         }
     }
 
-    fn load_gguf(path: &Path, device: &Device) -> Result<Self> {
+    fn load_gguf(path: &Path, device: &Device, kv_cache: CachePrecision) -> Result<Self> {
         let file = File::open(path).map_err(|source| EngineError::Io { path: path.to_path_buf(), source })?;
         let mut reader = BufReader::new(file);
         let content = gguf_file::Content::read(&mut reader).map_err(|e| EngineError::Model {
@@ -134,11 +134,11 @@ impl Model {
             dtype: DType::F32,
             path: path.to_path_buf(),
             chat_template,
-            kv_cache: CachePrecision::from_env()?,
+            kv_cache,
         })
     }
 
-    fn load_hf(dir: &Path, device: &Device, dtype: DType) -> Result<Self> {
+    fn load_hf(dir: &Path, device: &Device, dtype: DType, kv_cache: CachePrecision) -> Result<Self> {
         let config_path = dir.join("config.json");
         let text = std::fs::read_to_string(&config_path)
             .map_err(|source| EngineError::Io { path: config_path.clone(), source })?;
@@ -160,7 +160,6 @@ impl Model {
         let mut weights = Weights::safetensors(dir, &files, device, dtype)?;
         let network = build_network(&mut weights, &config)?;
         let chat_template = crate::chat::hf_chat_template(dir)?;
-        let kv_cache = CachePrecision::from_env()?;
         Ok(Self { network, config, tokenizer, device: device.clone(), dtype, path: dir.to_path_buf(), chat_template, kv_cache })
     }
 }
