@@ -207,6 +207,18 @@ pub struct TelemetrySection {
     pub export_interval_seconds: Option<f64>,
 }
 
+/// Where `CODESWEEP__…` overrides are read from.
+enum Overrides {
+    /// None: a stored, already resolved spec.
+    None,
+    /// This process's environment.
+    Process,
+    /// The given variables instead of the environment (tests, which run in parallel in one
+    /// process and must not see each other's variables).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Given(config::Map<String, String>),
+}
+
 impl SweepSpec {
     /// Parses `text`, applies `CODESWEEP__…` environment overrides, and validates.
     /// `source_name` (a file name) appears in every error.
@@ -217,12 +229,18 @@ impl SweepSpec {
     /// As [`SweepSpec::parse`], optionally without environment overrides (a coordinator
     /// resuming a stored, already resolved spec).
     pub fn parse_with_env(source_name: &str, text: &str, format: SpecFormat, env: bool) -> Result<Self, SpecError> {
-        let spec = Self::parse_unvalidated(source_name, text, format, env)?;
+        let overrides = if env { Overrides::Process } else { Overrides::None };
+        let spec = Self::parse_unvalidated(source_name, text, format, overrides)?;
         spec.validate(source_name)?;
         Ok(spec)
     }
 
-    fn parse_unvalidated(source_name: &str, text: &str, format: SpecFormat, env: bool) -> Result<Self, SpecError> {
+    fn parse_unvalidated(
+        source_name: &str,
+        text: &str,
+        format: SpecFormat,
+        overrides: Overrides,
+    ) -> Result<Self, SpecError> {
         let parse = |message: String| SpecError::Parse { source_name: source_name.to_string(), message };
         let file_format = match format {
             SpecFormat::Toml => config::FileFormat::Toml,
@@ -230,9 +248,18 @@ impl SweepSpec {
             SpecFormat::Json => config::FileFormat::Json,
         };
         let mut builder = config::Config::builder().add_source(config::File::from_str(text, file_format));
-        if env {
+        let variables = match overrides {
+            Overrides::None => None,
+            Overrides::Process => Some(None),
+            Overrides::Given(variables) => Some(Some(variables)),
+        };
+        if let Some(variables) = variables {
             builder = builder.add_source(
-                config::Environment::with_prefix("CODESWEEP").prefix_separator("__").separator("__").try_parsing(true),
+                config::Environment::with_prefix("CODESWEEP")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .try_parsing(true)
+                    .source(variables),
             );
         }
         let config = builder.build().map_err(|e| parse(e.to_string()))?;
@@ -254,7 +281,7 @@ impl SweepSpec {
             .map_err(|e| SpecError::Parse { source_name: name.clone(), message: format!("cannot read: {e}") })?;
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("toml");
         let format = SpecFormat::from_name(ext).unwrap_or(SpecFormat::Toml);
-        let mut spec = Self::parse_unvalidated(&name, &text, format, true)?;
+        let mut spec = Self::parse_unvalidated(&name, &text, format, Overrides::Process)?;
         spec.resolve_paths(path.parent().unwrap_or(Path::new(".")));
         spec.validate(&name)?;
         Ok(spec)
@@ -603,19 +630,25 @@ mod tests {
         let err = SweepSpec::parse_with_env("s.toml", &repoqa, SpecFormat::Toml, false).unwrap_err();
         assert!(err.to_string().contains("`repoqa.code_context_size`"), "{err}");
         // A bad environment override names its variable's key.
-        std::env::set_var("CODESWEEP__RUN__MAX_ATTEMPTS", "lots");
-        let err = SweepSpec::parse("s.toml", &spec_text(""), SpecFormat::Toml).err().map(|e| e.to_string());
-        std::env::remove_var("CODESWEEP__RUN__MAX_ATTEMPTS");
+        let err = parse_with_variables(&[("CODESWEEP__RUN__MAX_ATTEMPTS", "lots")]).err().map(|e| e.to_string());
         let message = err.expect("a non-numeric override was accepted");
         assert!(message.contains("max_attempts"), "{message}");
     }
 
+    /// Parses the test spec with `variables` standing in for the environment: setting real
+    /// variables would leak into `SweepSpec::load` in tests running beside this one.
+    fn parse_with_variables(variables: &[(&str, &str)]) -> Result<SweepSpec, SpecError> {
+        let variables = variables.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let spec = SweepSpec::parse_unvalidated("s.toml", &spec_text(""), SpecFormat::Toml, Overrides::Given(variables))?;
+        spec.validate("s.toml")?;
+        Ok(spec)
+    }
+
     #[test]
     fn environment_overrides_nested_keys() {
-        // Unique variable names: tests run in parallel within one process.
-        std::env::set_var("CODESWEEP__GENERATION__MAX_NEW_TOKENS", "7");
-        let spec = SweepSpec::parse("s.toml", &spec_text(""), SpecFormat::Toml).unwrap();
-        std::env::remove_var("CODESWEEP__GENERATION__MAX_NEW_TOKENS");
+        let spec = parse_with_variables(&[("CODESWEEP__GENERATION__MAX_NEW_TOKENS", "7")]).unwrap();
         assert_eq!(spec.generation.max_new_tokens, 7);
+        let spec = parse_with_variables(&[("OTHER__GENERATION__MAX_NEW_TOKENS", "7")]).unwrap();
+        assert_ne!(spec.generation.max_new_tokens, 7, "only CODESWEEP__ variables override");
     }
 }
