@@ -13,7 +13,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
+use super::kquant::{prefetch_data, prefetch_side_streams, KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
 use super::{for_each_micro_tile, TILE};
 
 /// Activation rows per micro-tile.
@@ -77,7 +77,13 @@ unsafe fn micro<const Q6: bool, const R: usize>(
             let data = data0.add(b * block_bytes);
             let scales = scales0.add(b * subs * TILE);
             let mut whole = [[_mm256_setzero_si256(); 2]; R];
+            if R == 1 {
+                prefetch_side_streams::<Q6>(w, t, b);
+            }
             for sub in 0..subs {
+                if R == 1 {
+                    prefetch_data(data, format, sub..sub + 1);
+                }
                 for half in 0..2 {
                     // dots[r]: row r's exact dot product with this sub-block, per weight row.
                     let mut dots = [_mm256_setzero_si256(); R];

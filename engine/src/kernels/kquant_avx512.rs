@@ -8,7 +8,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::kquant::{KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
+use super::kquant::{prefetch_data, prefetch_side_streams, KQuantFormat, KQuantWeights, Q8KRows, SUPER_BLOCK};
 use super::{for_each_micro_tile, TILE};
 
 /// Activation rows per micro-tile.
@@ -73,7 +73,13 @@ unsafe fn micro<const Q6: bool, const R: usize>(
             let mut minimums = [_mm512_setzero_si512(); R];
             // Two sub-blocks at a time, each in its own accumulators, so that the `vpdpbusd`
             // chains are short even for one activation row.
+            if R == 1 {
+                prefetch_side_streams::<Q6>(w, t, b);
+            }
             for s in (0..subs).step_by(2) {
+                if R == 1 {
+                    prefetch_data(data, format, s..s + 2);
+                }
                 let mut sums = [[_mm512_setzero_si512(); 4]; R];
                 for (k, sub) in [s, s + 1].into_iter().enumerate() {
                     if Q6 {
