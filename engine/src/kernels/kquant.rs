@@ -50,6 +50,14 @@ impl KQuantFormat {
         }
     }
 
+    /// f16 float steps per super-block of one tile: `d` (and Q4_K's `dmin`) of each row.
+    pub(super) fn steps_per_block(self) -> usize {
+        match self {
+            Self::Q4K => 2 * TILE,
+            Self::Q6K => TILE,
+        }
+    }
+
     /// Bytes of one super-block of one tile.
     pub(super) fn tile_block_bytes(self) -> usize {
         self.sub_blocks() * self.registers_per_sub_block() * 64
@@ -124,10 +132,9 @@ pub struct KQuantWeights {
     scales: Vec<u8>,
     /// Q4_K only: tiles × blocks × 8 × TILE.
     mins: Vec<u8>,
-    /// tiles × blocks × TILE.
-    d: Vec<f32>,
-    /// Q4_K only: tiles × blocks × TILE.
-    dmin: Vec<f32>,
+    /// tiles × blocks × (TILE values of `d`, then for Q4_K TILE of `dmin`), as the file's f16
+    /// bits: one stream, no more bytes than GGUF's; the kernels widen them exactly.
+    steps: Vec<u16>,
 }
 
 impl KQuantWeights {
@@ -144,21 +151,21 @@ impl KQuantWeights {
             data: vec![0; tiles * blocks * tbb],
             scales: vec![0; tiles * blocks * subs * TILE],
             mins: vec![0; if q4k { tiles * blocks * 8 * TILE } else { 0 }],
-            d: vec![0.0; tiles * blocks * TILE],
-            dmin: vec![0.0; if q4k { tiles * blocks * TILE } else { 0 }],
+            steps: vec![0; tiles * blocks * format.steps_per_block()],
         };
+        let per = format.steps_per_block();
         for (r, row) in raw.chunks_exact(blocks * format.gguf_block_bytes()).enumerate() {
             let (t, lane) = (r / TILE, r % TILE);
             for (b, block) in row.chunks_exact(format.gguf_block_bytes()).enumerate() {
                 let u = unpack(format, block);
                 let tb = t * blocks + b;
-                w.d[tb * TILE + lane] = u.d;
+                w.steps[tb * per + lane] = half::f16::from_f32(u.d).to_bits();
                 for s in 0..subs {
                     w.scales[(tb * subs + s) * TILE + lane] = u.scales[s] as u8;
                 }
                 let data = &mut w.data[tb * tbb..(tb + 1) * tbb];
                 if q4k {
-                    w.dmin[tb * TILE + lane] = u.dmin;
+                    w.steps[tb * per + TILE + lane] = half::f16::from_f32(u.dmin).to_bits();
                     for s in 0..8 {
                         w.mins[(tb * 8 + s) * TILE + lane] = u.mins[s] as u8;
                     }
@@ -225,14 +232,16 @@ impl KQuantWeights {
         self.mins[(t * self.blocks() + b) * 8 * TILE..].as_ptr()
     }
 
-    /// TILE values of `d`.
-    pub(super) fn tile_d(&self, t: usize, b: usize) -> *const f32 {
-        self.d[(t * self.blocks() + b) * TILE..].as_ptr()
+    /// Tile `t`'s super-block `b`: TILE values of `d` then (Q4_K) TILE of `dmin`, as f16 bits;
+    /// the next super-block's follow after [`KQuantFormat::steps_per_block`].
+    pub(super) fn tile_steps(&self, t: usize, b: usize) -> *const u16 {
+        self.steps[(t * self.blocks() + b) * self.format.steps_per_block()..].as_ptr()
     }
 
-    /// Q4_K only: TILE values of `dmin`.
-    pub(super) fn tile_dmin(&self, t: usize, b: usize) -> *const f32 {
-        self.dmin[(t * self.blocks() + b) * TILE..].as_ptr()
+    /// `d` (`dmin` when `min`) of weight row `lane` of tile-block `tb`, widened.
+    fn step(&self, tb: usize, lane: usize, min: bool) -> f32 {
+        let at = tb * self.format.steps_per_block() + if min { TILE } else { 0 } + lane;
+        half::f16::from_bits(self.steps[at]).to_f32()
     }
 
     /// Value `c` of row `r` dequantized from the tiles (tests and reference).
@@ -246,8 +255,8 @@ impl KQuantWeights {
                 let (j, i, high) = ((within % 16) / 4, within % 4, within >= 16);
                 let byte = data[(s * 4 + j) * 64 + lane * 4 + i];
                 let q = if high { byte >> 4 } else { byte & 0xf };
-                self.d[tb * TILE + lane] * self.scales[(tb * 8 + s) * TILE + lane] as f32 * q as f32
-                    - self.dmin[tb * TILE + lane] * self.mins[(tb * 8 + s) * TILE + lane] as f32
+                self.step(tb, lane, false) * self.scales[(tb * 8 + s) * TILE + lane] as f32 * q as f32
+                    - self.step(tb, lane, true) * self.mins[(tb * 8 + s) * TILE + lane] as f32
             }
             KQuantFormat::Q6K => {
                 let (s, g, i) = (e / 16, (e % 16) / 4, e % 4);
@@ -255,7 +264,7 @@ impl KQuantWeights {
                 let low = if g % 2 == 0 { nibbles & 0xf } else { nibbles >> 4 };
                 let high = (data[(s * 3 + 2) * 64 + lane * 4 + i] >> (2 * g)) & 3;
                 let q = (low | (high << 4)) as i32 - 32;
-                self.d[tb * TILE + lane] * self.scales[(tb * 16 + s) * TILE + lane] as i8 as f32 * q as f32
+                self.step(tb, lane, false) * self.scales[(tb * 16 + s) * TILE + lane] as i8 as f32 * q as f32
             }
         }
     }
@@ -281,7 +290,7 @@ pub(super) fn prefetch_data(data: *const u8, format: KQuantFormat, subs: std::op
     }
 }
 
-/// Asks for the scales, minimums, `d` and `dmin` of tile `t`'s super-block `b + 1`.
+/// Asks for the scales, minimums, `d` and `dmin` (one 64-byte line) of tile `t`'s super-block `b + 1`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn prefetch_side_streams<const Q6: bool>(w: &KQuantWeights, t: usize, b: usize) {
@@ -292,11 +301,10 @@ pub(super) fn prefetch_side_streams<const Q6: bool>(w: &KQuantWeights, t: usize,
     let scale_bytes = w.format().sub_blocks() * TILE;
     let scales = w.scales.as_ptr().wrapping_add(next * scale_bytes);
     (0..scale_bytes).step_by(64).for_each(|line| prefetch(scales.wrapping_add(line)));
-    prefetch(w.d.as_ptr().wrapping_add(next * TILE).cast());
+    prefetch(w.steps.as_ptr().wrapping_add(next * w.format().steps_per_block()).cast());
     if !Q6 {
         let mins = w.mins.as_ptr().wrapping_add(next * 8 * TILE);
         (0..8 * TILE).step_by(64).for_each(|line| prefetch(mins.wrapping_add(line)));
-        prefetch(w.dmin.as_ptr().wrapping_add(next * TILE).cast());
     }
 }
 
@@ -340,16 +348,13 @@ impl Q8KRows {
                 .zip(s16.chunks_exact_mut(16))
                 .zip(s32.chunks_exact_mut(8))
             {
-                let (mut max, mut amax) = (0f32, 0f32);
-                for &v in values {
-                    if v.abs() > amax {
-                        amax = v.abs();
-                        max = v;
-                    }
-                }
+                // The first value of largest magnitude (NaNs ignored), in two passes the
+                // compiler vectorizes rather than one with a branch per value.
+                let amax = values.iter().fold(0f32, |m, v| m.max(v.abs()));
                 if amax == 0.0 {
                     continue;
                 }
+                let max = values.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
                 let inverse = -127.0 / max;
                 for (q, &v) in q.iter_mut().zip(values) {
                     *q = nearest_int(inverse * v).min(127) as i8;
@@ -428,7 +433,29 @@ fn nearest_int(v: f32) -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use super::nearest_int;
+    use super::{nearest_int, Q8KRows, SUPER_BLOCK};
+
+    /// llama.cpp's choice: the first value of largest magnitude sets the scale and its sign;
+    /// NaNs are passed over; an all-zero block stays zero.
+    #[test]
+    fn the_first_value_of_largest_magnitude_sets_the_scale() {
+        let mut x = vec![0.25f32; 3 * SUPER_BLOCK];
+        x[10] = f32::NAN;
+        x[20] = -2.0;
+        x[30] = 2.0;
+        x[SUPER_BLOCK + 5] = 4.0;
+        x[SUPER_BLOCK + 6] = -4.0;
+        x[2 * SUPER_BLOCK..].fill(0.0);
+        let q = Q8KRows::quantize(&x, SUPER_BLOCK);
+        // d = 1 / (−127 / max): the sign follows the first extreme value.
+        assert_eq!(q.value(0, 20), -2.0);
+        assert_eq!(q.value(0, 30), 2.0);
+        assert_eq!(q.d[0], 1.0 / (-127.0 / -2.0));
+        assert_eq!(q.d[1], 1.0 / (-127.0 / 4.0));
+        assert_eq!(q.quants[SUPER_BLOCK + 5], -127);
+        assert_eq!((q.d[2], q.sums16[32], q.value(2, 7)), (0.0, 0, 0.0));
+        assert_eq!(q.sums32[0], q.sums16[0] + q.sums16[1]);
+    }
 
     #[test]
     fn nearest_int_rounds_ties_to_even() {

@@ -23,8 +23,8 @@ const MR: usize = 2;
 /// [`TILE`].
 ///
 /// # Safety
-/// AVX2 and FMA must be present; `out` valid for those writes; ranges within the operands.
-#[target_feature(enable = "avx2,fma")]
+/// AVX2, FMA and F16C must be present; `out` valid for those writes; ranges within the operands.
+#[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn tile(w: &KQuantWeights, x: &Q8KRows, rows: Range<usize>, cols: Range<usize>, out: *mut f32, ld: usize) {
     for_each_micro_tile(rows, cols, MR, |i, run, t, width| {
         // SAFETY: rows i..i + run and tile t are within the operands.
@@ -40,14 +40,14 @@ pub(super) unsafe fn tile(w: &KQuantWeights, x: &Q8KRows, rows: Range<usize>, co
 }
 
 /// Four activations broadcast to every 32-bit lane.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 unsafe fn four(p: *const i8) -> __m256i {
     unsafe { _mm256_set1_epi32((p as *const i32).read_unaligned()) }
 }
 
 /// `R` activation rows from `i0` times tile `t`, written to the first `width` outputs.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
 unsafe fn micro<const Q6: bool, const R: usize>(
@@ -67,8 +67,9 @@ unsafe fn micro<const Q6: bool, const R: usize>(
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     // SAFETY: pointers start at the operands' rows and tile and stay within `blocks` super-blocks.
     unsafe {
-        let (data0, scales0, d0) = (w.tile_data(t, 0), w.tile_scales(t, 0), w.tile_d(t, 0));
-        let (mins0, dmin0) = if Q6 { (std::ptr::null(), std::ptr::null()) } else { (w.tile_mins(t, 0), w.tile_dmin(t, 0)) };
+        let (data0, scales0, steps0) = (w.tile_data(t, 0), w.tile_scales(t, 0), w.tile_steps(t, 0));
+        let mins0 = if Q6 { std::ptr::null() } else { w.tile_mins(t, 0) };
+        let widen = |p: *const u16| _mm256_cvtph_ps(_mm_loadu_si128(p.cast()));
         let xq: [*const i8; R] = std::array::from_fn(|r| x.row_quants(i0 + r));
         let xd: [*const f32; R] = std::array::from_fn(|r| x.row_d(i0 + r));
         let xs: [*const i32; R] = std::array::from_fn(|r| if Q6 { x.row_sums16(i0 + r) } else { x.row_sums32(i0 + r) });
@@ -135,7 +136,8 @@ unsafe fn micro<const Q6: bool, const R: usize>(
                 }
             }
             for half in 0..2 {
-                let d = _mm256_loadu_ps(d0.add(b * TILE + 8 * half));
+                let steps = steps0.add(b * format.steps_per_block() + 8 * half);
+                let d = widen(steps);
                 // Q4_K's minimums: Σ over sub-blocks of min · (the sub-block's activation sum).
                 let mut minimums = [_mm256_setzero_si256(); R];
                 if !Q6 {
@@ -150,7 +152,7 @@ unsafe fn micro<const Q6: bool, const R: usize>(
                     let dx = _mm256_set1_ps(*xd[r].add(b));
                     acc[r][half] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d), _mm256_cvtepi32_ps(whole[r][half]), acc[r][half]);
                     if !Q6 {
-                        let dmin = _mm256_loadu_ps(dmin0.add(b * TILE + 8 * half));
+                        let dmin = widen(steps.add(TILE));
                         acc[r][half] = _mm256_fnmadd_ps(_mm256_mul_ps(dx, dmin), _mm256_cvtepi32_ps(minimums[r]), acc[r][half]);
                     }
                 }

@@ -61,8 +61,9 @@ unsafe fn micro<const Q6: bool, const R: usize>(
     let mut acc = [_mm512_setzero_ps(); R];
     // SAFETY: pointers start at the operands' rows and tile and stay within `blocks` super-blocks.
     unsafe {
-        let (data0, scales0, d0) = (w.tile_data(t, 0), w.tile_scales(t, 0), w.tile_d(t, 0));
-        let (mins0, dmin0) = if Q6 { (std::ptr::null(), std::ptr::null()) } else { (w.tile_mins(t, 0), w.tile_dmin(t, 0)) };
+        let (data0, scales0, steps0) = (w.tile_data(t, 0), w.tile_scales(t, 0), w.tile_steps(t, 0));
+        let mins0 = if Q6 { std::ptr::null() } else { w.tile_mins(t, 0) };
+        let widen = |p: *const u16| _mm512_cvtph_ps(_mm256_loadu_si256(p.cast()));
         let xq: [*const i8; R] = std::array::from_fn(|r| x.row_quants(i0 + r));
         let xd: [*const f32; R] = std::array::from_fn(|r| x.row_d(i0 + r));
         let xs: [*const i32; R] = std::array::from_fn(|r| if Q6 { x.row_sums16(i0 + r) } else { x.row_sums32(i0 + r) });
@@ -135,12 +136,13 @@ unsafe fn micro<const Q6: bool, const R: usize>(
                     }
                 }
             }
-            let d = _mm512_loadu_ps(d0.add(b * TILE));
+            let steps = steps0.add(b * format.steps_per_block());
+            let d = widen(steps);
             for r in 0..R {
                 let dx = _mm512_set1_ps(*xd[r].add(b));
                 acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(dx, d), _mm512_cvtepi32_ps(whole[r]), acc[r]);
                 if !Q6 {
-                    let dmin = _mm512_loadu_ps(dmin0.add(b * TILE));
+                    let dmin = widen(steps.add(TILE));
                     acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(dx, dmin), _mm512_cvtepi32_ps(minimums[r]), acc[r]);
                 }
             }
