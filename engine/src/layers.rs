@@ -197,13 +197,16 @@ impl RotaryAttention {
         let d = self.head_dim;
         let split = |y: Tensor, n: usize| y.reshape((b, t, n, d))?.transpose(1, 2)?.contiguous();
         // (b, heads, t, d) and (b, kv_heads, t, d)
-        let (mut q, mut k) = (split(self.q.forward(x)?, self.heads)?, split(self.k.forward(x)?, self.kv_heads)?);
+        let [q, k, v]: [Tensor; 3] = Linear::forward_stacked(&[&self.q, &self.k, &self.v], x)?
+            .try_into()
+            .map_err(|_| candle_core::Error::msg("three projections gave another number of outputs"))?;
+        let (mut q, mut k) = (split(q, self.heads)?, split(k, self.kv_heads)?);
         if let Some((q_norm, k_norm)) = &self.qk_norm {
             q = q_norm.forward(&q)?;
             k = k_norm.forward(&k)?;
         }
         let (q, k) = (rotary.apply(&q, positions)?, rotary.apply(&k, positions)?);
-        let v = split(self.v.forward(x)?, self.kv_heads)?;
+        let v = split(v, self.kv_heads)?;
         let (k, v) = cache.append(layer, k, v)?;
         self.o.forward(&attention(&q, &k, &v, mask, self.query_scalar)?)
     }
@@ -237,9 +240,11 @@ impl GatedMlp {
 
     /// (b, t, hidden) → (b, t, hidden).
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let gate = self.gate.forward(x)?;
+        let [gate, up]: [Tensor; 2] = Linear::forward_stacked(&[&self.gate, &self.up], x)?
+            .try_into()
+            .map_err(|_| candle_core::Error::msg("two projections gave another number of outputs"))?;
         let gate = if self.gelu { crate::kernels::math::gelu_tanh(&gate)? } else { candle_nn::ops::silu(&gate)? };
-        self.down.forward(&(gate * self.up.forward(x)?)?)
+        self.down.forward(&(gate * up)?)
     }
 }
 

@@ -10,6 +10,8 @@ use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Module, Tensor};
 
 use crate::error::{EngineError, Result};
+
+mod stacked;
 use crate::kernels::{self, BlockFormat, Isa, KQuantFormat, KQuantWeights, PackedWeights, Q8KRows, QuantizedRows};
 
 /// `model.safetensors`, or the shards named by `model.safetensors.index.json`.

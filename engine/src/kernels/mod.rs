@@ -111,15 +111,45 @@ pub fn matmul(isa: Isa, w: &PackedWeights, x: &QuantizedRows, out: &mut [f32]) {
 
 /// `out` (m, n) = `x` (m, k) · `w`ᵀ for K-quant weights `w` (n, k); `out` is overwritten.
 pub fn matmul_kquant(isa: Isa, w: &KQuantWeights, x: &Q8KRows, out: &mut [f32]) {
-    assert_eq!(x.cols(), w.cols(), "activation and weight widths differ");
-    schedule(x.rows(), w.rows(), TILE, out, |rows, cols, out, ld| match isa {
-        // SAFETY: `schedule` hands out disjoint rectangles within `out`; the ISA was detected.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512Vnni => unsafe { kquant_avx512::tile(w, x, rows, cols, out, ld) },
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { kquant_avx2::tile(w, x, rows, cols, out, ld) },
-        #[cfg(not(target_arch = "x86_64"))]
-        _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
+    matmul_kquant_stacked(isa, &[w], x, out);
+}
+
+/// Whether [`matmul_kquant_stacked`] takes these matrices: one input width, and every matrix but
+/// the last a whole number of tiles tall (so no tile straddles two matrices).
+pub fn stackable(ws: &[&KQuantWeights]) -> bool {
+    let Some((last, rest)) = ws.split_last() else { return false };
+    rest.iter().all(|w| w.cols() == last.cols() && w.rows().is_multiple_of(TILE))
+}
+
+/// `out` (m, Σ nᵢ) = `x` (m, k) · [w₀; w₁; …]ᵀ: the products of one input with several K-quant
+/// matrices (a layer's query, key and value, or gate and up) side by side in each output row, as
+/// one job on the pool: one wait for the threads instead of one per matrix. Each output goes
+/// through the same operations as in [`matmul_kquant`], so the values are the same bits.
+/// Panics unless [`stackable`] and the lengths agree, which callers check.
+pub fn matmul_kquant_stacked(isa: Isa, ws: &[&KQuantWeights], x: &Q8KRows, out: &mut [f32]) {
+    assert!(stackable(ws), "matrices that cannot be stacked");
+    assert_eq!(x.cols(), ws[0].cols(), "activation and weight widths differ");
+    let starts: Vec<usize> = ws.iter().scan(0, |next, w| Some(std::mem::replace(next, *next + w.rows()))).collect();
+    let n = ws.iter().map(|w| w.rows()).sum();
+    schedule(x.rows(), n, TILE, out, |rows, cols, out, ld| {
+        for (w, &start) in ws.iter().zip(&starts) {
+            let (first, end) = (cols.start.max(start), cols.end.min(start + w.rows()));
+            if first >= end {
+                continue;
+            }
+            // Matrix-local columns; `first - start` is a multiple of TILE as `start` is.
+            let (local, out) = (first - start..end - start, out.wrapping_add(start));
+            match isa {
+                // SAFETY: `schedule` hands out disjoint rectangles within `out`, and this matrix's
+                // columns start at `start` in each row; the ISA was detected.
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx512Vnni => unsafe { kquant_avx512::tile(w, x, rows.clone(), local, out, ld) },
+                #[cfg(target_arch = "x86_64")]
+                Isa::Avx2 => unsafe { kquant_avx2::tile(w, x, rows.clone(), local, out, ld) },
+                #[cfg(not(target_arch = "x86_64"))]
+                _ => unreachable!("no SIMD kernels on this architecture; Isa::detect returns None"),
+            }
+        }
     });
 }
 
