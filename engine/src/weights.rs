@@ -177,25 +177,37 @@ impl candle_core::CustomOp1 for PackedMatmul<'_> {
         storage: &candle_core::CpuStorage,
         layout: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        use candle_core::backend::BackendStorage;
-        let candle_core::CpuStorage::F32(data) = storage else {
-            candle_core::bail!("packed quantized matmul needs f32 activations, got {:?}", storage.dtype());
-        };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("packed quantized matmul needs contiguous activations");
-        };
-        let mut dims = layout.shape().dims().to_vec();
-        let cols = dims.last().copied().unwrap_or(0);
-        let (rows, weight_cols) = self.weights.shape();
-        if cols != weight_cols {
-            candle_core::bail!("activations of width {cols} for a ({rows}, {weight_cols}) matrix");
-        }
-        let out = self.weights.multiply(self.isa, &data[start..end]);
-        if let Some(last) = dims.last_mut() {
-            *last = rows;
-        }
-        Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from(dims)))
+        let (rows, cols) = self.weights.shape();
+        cpu_product(storage, layout, cols, rows, |x| self.weights.multiply(self.isa, x))
     }
+}
+
+/// The body of our CPU matmul ops: `x` (…, `cols`) must be contiguous f32; `product` maps its
+/// values to the (…, `out_width`) output's.
+fn cpu_product(
+    storage: &candle_core::CpuStorage,
+    layout: &candle_core::Layout,
+    cols: usize,
+    out_width: usize,
+    product: impl FnOnce(&[f32]) -> Vec<f32>,
+) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+    use candle_core::backend::BackendStorage;
+    let candle_core::CpuStorage::F32(data) = storage else {
+        candle_core::bail!("packed quantized matmul needs f32 activations, got {:?}", storage.dtype());
+    };
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("packed quantized matmul needs contiguous activations");
+    };
+    let mut dims = layout.shape().dims().to_vec();
+    let width = dims.last().copied().unwrap_or(0);
+    if width != cols {
+        candle_core::bail!("activations of width {width} for a product with {out_width} outputs of width {cols}");
+    }
+    let out = product(&data[start..end]);
+    if let Some(last) = dims.last_mut() {
+        *last = out_width;
+    }
+    Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from(dims)))
 }
 
 /// A token-embedding table, kept quantized when the file stores it so.

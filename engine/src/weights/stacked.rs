@@ -4,7 +4,7 @@
 
 use candle_core::{Tensor, D};
 
-use super::{CpuWeights, Linear, LinearWeight};
+use super::{cpu_product, CpuWeights, Linear, LinearWeight};
 use crate::kernels::{self, Isa, KQuantWeights, Q8KRows};
 
 /// Most input rows (tokens in a step) stacked: decode steps. A prefill's products are long enough
@@ -69,25 +69,13 @@ impl candle_core::CustomOp1 for StackedMatmul<'_> {
         storage: &candle_core::CpuStorage,
         layout: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        let candle_core::CpuStorage::F32(data) = storage else {
-            candle_core::bail!("stacked quantized matmul needs f32 activations");
-        };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("stacked quantized matmul needs contiguous activations");
-        };
-        let mut dims = layout.shape().dims().to_vec();
-        let cols = dims.last().copied().unwrap_or(0);
-        if cols != self.weights[0].cols() {
-            candle_core::bail!("activations of width {cols} for matrices of width {}", self.weights[0].cols());
-        }
-        let x = &data[start..end];
         let rows: usize = self.weights.iter().map(|w| w.rows()).sum();
-        let mut out = vec![0f32; x.len() / cols.max(1) * rows];
-        kernels::matmul_kquant_stacked(self.isa, self.weights, &Q8KRows::quantize(x, cols), &mut out);
-        if let Some(last) = dims.last_mut() {
-            *last = rows;
-        }
-        Ok((candle_core::CpuStorage::F32(out), candle_core::Shape::from(dims)))
+        let cols = self.weights[0].cols();
+        cpu_product(storage, layout, cols, rows, |x| {
+            let mut out = vec![0f32; x.len() / cols.max(1) * rows];
+            kernels::matmul_kquant_stacked(self.isa, self.weights, &Q8KRows::quantize(x, cols), &mut out);
+            out
+        })
     }
 }
 
