@@ -248,20 +248,15 @@ impl SweepSpec {
             SpecFormat::Json => config::FileFormat::Json,
         };
         let mut builder = config::Config::builder().add_source(config::File::from_str(text, file_format));
-        let variables = match overrides {
-            Overrides::None => None,
-            Overrides::Process => Some(None),
-            Overrides::Given(variables) => Some(Some(variables)),
+        // `source(None)` reads the process environment.
+        let environment = |variables| {
+            config::Environment::with_prefix("CODESWEEP").prefix_separator("__").separator("__").try_parsing(true).source(variables)
         };
-        if let Some(variables) = variables {
-            builder = builder.add_source(
-                config::Environment::with_prefix("CODESWEEP")
-                    .prefix_separator("__")
-                    .separator("__")
-                    .try_parsing(true)
-                    .source(variables),
-            );
-        }
+        builder = match overrides {
+            Overrides::None => builder,
+            Overrides::Process => builder.add_source(environment(None)),
+            Overrides::Given(variables) => builder.add_source(environment(Some(variables))),
+        };
         let config = builder.build().map_err(|e| parse(e.to_string()))?;
         let spec: Self = config.clone().try_deserialize().map_err(|e| parse(e.to_string()))?;
         // `config` rounds a number with a fraction into an integer field (1.5 attempts become

@@ -293,7 +293,7 @@ pub(super) fn prefetch_data(data: *const u8, format: KQuantFormat, subs: std::op
 /// Asks for the scales, minimums, `d` and `dmin` (one 64-byte line) of tile `t`'s super-block `b + 1`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub(super) fn prefetch_side_streams<const Q6: bool>(w: &KQuantWeights, t: usize, b: usize) {
+pub(super) fn prefetch_side_streams(w: &KQuantWeights, t: usize, b: usize) {
     use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
     // SAFETY (every prefetch): a hint; an address past the operands is not read and cannot fault.
     let prefetch = |p: *const u8| unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
@@ -302,7 +302,7 @@ pub(super) fn prefetch_side_streams<const Q6: bool>(w: &KQuantWeights, t: usize,
     let scales = w.scales.as_ptr().wrapping_add(next * scale_bytes);
     (0..scale_bytes).step_by(64).for_each(|line| prefetch(scales.wrapping_add(line)));
     prefetch(w.steps.as_ptr().wrapping_add(next * w.format().steps_per_block()).cast());
-    if !Q6 {
+    if w.format() == KQuantFormat::Q4K {
         let mins = w.mins.as_ptr().wrapping_add(next * 8 * TILE);
         (0..8 * TILE).step_by(64).for_each(|line| prefetch(mins.wrapping_add(line)));
     }

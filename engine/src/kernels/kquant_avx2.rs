@@ -79,7 +79,7 @@ unsafe fn micro<const Q6: bool, const R: usize>(
             let scales = scales0.add(b * subs * TILE);
             let mut whole = [[_mm256_setzero_si256(); 2]; R];
             if R == 1 {
-                prefetch_side_streams::<Q6>(w, t, b);
+                prefetch_side_streams(w, t, b);
             }
             for sub in 0..subs {
                 if R == 1 {

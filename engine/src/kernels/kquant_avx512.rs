@@ -75,7 +75,7 @@ unsafe fn micro<const Q6: bool, const R: usize>(
             // Two sub-blocks at a time, each in its own accumulators, so that the `vpdpbusd`
             // chains are short even for one activation row.
             if R == 1 {
-                prefetch_side_streams::<Q6>(w, t, b);
+                prefetch_side_streams(w, t, b);
             }
             for s in (0..subs).step_by(2) {
                 if R == 1 {

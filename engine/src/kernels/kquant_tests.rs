@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use super::*;
 
 /// GGUF bytes of a (rows, cols) matrix in `format` with random scales and integers.
-fn gguf_bytes(format: KQuantFormat, rows: usize, cols: usize, rng: &mut StdRng) -> Vec<u8> {
+pub(crate) fn gguf_bytes(format: KQuantFormat, rows: usize, cols: usize, rng: &mut StdRng) -> Vec<u8> {
     let mut out = Vec::new();
     let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
     for _ in 0..rows * cols / kquant::SUPER_BLOCK {

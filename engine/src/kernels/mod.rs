@@ -232,4 +232,4 @@ fn for_each_micro_tile(rows: Range<usize>, cols: Range<usize>, mr: usize, mut mi
 #[cfg(test)]
 mod block_tests;
 #[cfg(test)]
-mod kquant_tests;
+pub(crate) mod kquant_tests;

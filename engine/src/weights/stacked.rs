@@ -82,29 +82,16 @@ impl candle_core::CustomOp1 for StackedMatmul<'_> {
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Tensor};
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
 
     use super::super::{CpuWeights, Linear, LinearWeight};
+    use crate::kernels::kquant_tests::gguf_bytes;
     use crate::kernels::{Isa, KQuantFormat, KQuantWeights};
 
-    /// GGUF bytes of a (rows, cols) K-quant matrix with varied, valid contents.
-    fn gguf(format: KQuantFormat, rows: usize, cols: usize, seed: u32) -> Vec<u8> {
-        let (block, step_at) = match format {
-            KQuantFormat::Q4K => (144, [0usize, 2]),
-            KQuantFormat::Q6K => (210, [208, 208]),
-        };
-        let mut bytes: Vec<u8> = (0..rows * cols / 256 * block)
-            .map(|i| ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8)
-            .collect();
-        for b in bytes.chunks_exact_mut(block) {
-            for at in step_at {
-                b[at..at + 2].copy_from_slice(&half::f16::from_f32(0.002).to_le_bytes());
-            }
-        }
-        bytes
-    }
-
-    fn packed(format: KQuantFormat, rows: usize, cols: usize, seed: u32, isa: Isa, bias: bool) -> Linear {
-        let w = KQuantWeights::from_gguf(format, rows, cols, &gguf(format, rows, cols, seed)).unwrap();
+    fn packed(format: KQuantFormat, rows: usize, cols: usize, seed: u64, isa: Isa, bias: bool) -> Linear {
+        let raw = gguf_bytes(format, rows, cols, &mut StdRng::seed_from_u64(seed));
+        let w = KQuantWeights::from_gguf(format, rows, cols, &raw).unwrap();
         let bias = bias.then(|| Tensor::arange(0f32, rows as f32, &Device::Cpu).unwrap());
         Linear { weight: LinearWeight::Packed(std::sync::Arc::new(CpuWeights::KQuant(w)), isa), bias }
     }
