@@ -7,7 +7,7 @@
 #     RUNS=3        interleaved rounds (ours once, llama.cpp once) per model; medians are printed
 #     THREADS=2     threads for both engines
 #     OUT=DIR       raw outputs (default .bench/engine)
-#     PARTS="speed greedy tokenizer"   which parts to run (default all three)
+#     PARTS="speed greedy tokenizer"   which parts to run (default these three; "logits" on request)
 #     LLAMACPP_ISA=avx2   both engines on their AVX2 path (llama.cpp built without AVX-512/VNNI,
 #                   ours with CODESWEEP_CPU_KERNEL=avx2): an AVX2-only CPU's figures on any x86
 #
@@ -17,6 +17,10 @@
 # 2. greedy completions of the first model on 20 real code prompts (5 per language, golden
 #    CrossCodeEval examples): ours and llama-simple's side by side, with the count of identical ones.
 # 3. tokenizer: scripts/check-tokenizer.sh on each model.
+# 4. logits (PARTS=logits, first model): how close greedy agreement can get. llama.cpp's greedy
+#    path for each of the 20 prompts (llama-logits, built beside llama-simple), then our engine and
+#    llama.cpp's build for the other ISA fed that path: first-step logit distances to llama.cpp,
+#    where each first picks another token, and llama.cpp's own top-two margin there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs="${RUNS:-3}"
@@ -33,7 +37,7 @@ if [[ "${LLAMACPP_ISA:-native}" == avx2 ]]; then
   export CODESWEEP_CPU_KERNEL=avx2
 fi
 echo "== CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs); flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -oE 'avx512_vnni|avx512f|avx_vnni|avx2|f16c|fma' | sort -u | xargs); llama.cpp $(basename "$bin"), our kernels ${CODESWEEP_CPU_KERNEL:-detected}"
-nice -n 10 cargo build --release -p codesweep-engine --example bench_generate --example tokenize_gguf >&2
+nice -n 10 cargo build --release -p codesweep-engine --example bench_generate --example tokenize_gguf --example trace_logits >&2
 target="${CARGO_TARGET_DIR:-target}/release/examples"
 prompts=("$golden"/cceval/{python,java,csharp,typescript}/examples.jsonl)
 export RAYON_NUM_THREADS="$threads"
@@ -65,6 +69,15 @@ first="$(scripts/fetch-models.sh "${models[0]}")"
 echo "== greedy completions of ${models[0]}: ours vs llama.cpp (llama-simple), 48 tokens, cut at the first newline"
 "$target/bench_generate" "$first" "${prompts[@]}" --no-speed --completions "$out/completions.ours.jsonl" >/dev/null
 python3 scripts/reference/engine_vs_llamacpp.py greedy "$bin" "$first" "$out/completions.ours.jsonl" "$out/completions.jsonl"
+fi
+
+if [[ "$parts" == *" logits "* ]]; then
+echo
+first="$(scripts/fetch-models.sh "${models[0]}")"
+if [[ "${LLAMACPP_ISA:-native}" == avx2 ]]; then other="$(LLAMACPP_ISA=native scripts/build-llamacpp.sh)"; else other="$(LLAMACPP_ISA=avx2 scripts/build-llamacpp.sh)"; fi
+echo "== logits of ${models[0]} along llama.cpp's greedy paths: ours and llama.cpp's $(basename "$other") build against llama.cpp $(basename "$bin")"
+[[ -f "$out/completions.ours.jsonl" ]] || "$target/bench_generate" "$first" "${prompts[@]}" --no-speed --completions "$out/completions.ours.jsonl" >/dev/null
+python3 scripts/reference/engine_vs_llamacpp.py logits "$bin" "$other" "$first" "$out/completions.ours.jsonl" "$target/trace_logits" "$out/logits"
 fi
 
 if [[ "$parts" == *" tokenizer "* ]]; then

@@ -6,7 +6,9 @@
 #
 #   scripts/build-llamacpp.sh        # prints the bin directory holding the tools
 #
-# Tools built: llama-bench, llama-batched-bench, llama-simple, llama-tokenize.
+# Tools built: llama-bench, llama-batched-bench, llama-simple, llama-tokenize, and llama-logits
+# (scripts/reference/llama_logits.cpp, linked against the same libraries: next-token logits along
+# a token path, for the `logits` part of scripts/bench-engine.sh).
 # Output: $CODESWEEP_LLAMACPP_DIR, default ~/.cache/codesweep/llama.cpp/<llama-cpp-python version>/bin.
 # LLAMACPP_ISA=avx2 builds, beside it (bin-avx2), llama.cpp's AVX2+FMA+F16C path with every
 # AVX-512 and VNNI kernel off, which is what it runs on an AVX2-only CPU (AMD EPYC before Zen 4,
@@ -30,7 +32,26 @@ case "$isa" in
   *) echo "LLAMACPP_ISA must be native or avx2, not '$isa'" >&2; exit 2 ;;
 esac
 stamp="$root/bin$suffix/.built-$sdist_sha"
+build="$root/build$suffix"
+logits_src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/reference/llama_logits.cpp"
+
+# llama-logits, rebuilt when its source changes (stamped by the source's checksum).
+build_logits_tool() {
+  local sum
+  sum="$(sha256sum "$logits_src" | cut -c1-16)"
+  [[ -f "$root/bin$suffix/.llama-logits-$sum" ]] && return 0
+  local libs=("$build/src/libllama.a" "$build/ggml/src/libggml.a" "$build/ggml/src/libggml-cpu.a" "$build/ggml/src/libggml-base.a")
+  local openmp=()
+  grep -q '^GGML_OPENMP_ENABLED:INTERNAL=ON' "$build/CMakeCache.txt" && openmp=(-fopenmp)
+  nice -n 10 "${CXX:-c++}" -O2 -std=c++17 "$logits_src" -I "$src/include" -I "$src/ggml/include" "${libs[@]}" \
+    "${openmp[@]}" -lpthread -ldl -o "$root/bin$suffix/llama-logits" >&2
+  rm -f "$root/bin$suffix"/.llama-logits-*
+  touch "$root/bin$suffix/.llama-logits-$sum"
+}
+
+src="$root/src"
 if [[ -f "$stamp" ]]; then
+  build_logits_tool
   echo "$root/bin$suffix"
   exit 0
 fi
@@ -50,7 +71,6 @@ if [[ ! -f "$sdist" ]] || ! echo "$sdist_sha  $sdist" | sha256sum --check --stat
   mv "$work/llama_cpp_python-$version.tar.gz" "$sdist"
 fi
 
-src="$root/src"
 if [[ ! -f "$src/CMakeLists.txt" ]]; then
   rm -rf "$src" "$root/unpack"
   mkdir -p "$root/unpack"
@@ -69,7 +89,6 @@ if [[ -z "$cmake_bin" ]]; then
   cmake_bin="$root/tools/bin/cmake"
 fi
 
-build="$root/build$suffix"
 nice -n 10 "$cmake_bin" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   "${isa_flags[@]}" -DLLAMA_CURL=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF >&2
@@ -78,5 +97,6 @@ mkdir -p "$root/bin$suffix"
 for t in "${tools[@]}"; do
   cp "$build/bin/$t" "$root/bin$suffix/$t"
 done
+build_logits_tool
 touch "$stamp"
 echo "$root/bin$suffix"
