@@ -14,7 +14,7 @@ use crate::kv_cache::KvCache;
 use crate::models::Model;
 use batch::step_inputs;
 pub use sampling::Sampling;
-use sampling::{argmax, log_prob, sample_nucleus, sequence_rng};
+use sampling::{argmax, log_probs, sample_nucleus, sequence_rng};
 
 /// Decides from the text generated so far whether to stop, and where to cut it.
 ///
@@ -323,14 +323,19 @@ impl<'m> Generator<'m> {
             let mut keep = Vec::with_capacity(rows.len());
             let mut next_rows = Vec::with_capacity(rows.len());
             let mut next_pads = Vec::with_capacity(rows.len());
-            for (i, (mut seq, pad)) in rows.into_iter().zip(pads).enumerate() {
-                let req = &requests[seq.request];
-                let row = &table[i];
-                let token = match (req.sampling, seq.rng.as_mut()) {
+            let tokens: Vec<usize> = rows
+                .iter_mut()
+                .zip(&table)
+                .map(|(seq, row)| match (requests[seq.request].sampling, seq.rng.as_mut()) {
                     (Sampling::Nucleus { temperature, top_p, .. }, Some(rng)) => sample_nucleus(row, temperature, top_p, rng),
                     _ => argmax(row),
-                };
-                seq.logprobs.push(log_prob(row, token));
+                })
+                .collect();
+            let logprobs = log_probs(&table, &tokens);
+            for (i, (mut seq, pad)) in rows.into_iter().zip(pads).enumerate() {
+                let req = &requests[seq.request];
+                let token = tokens[i];
+                seq.logprobs.push(logprobs[i]);
                 match self.after_token(req, &mut seq, token as u32)? {
                     Some((reason, text)) => finished.push(self.finish(req, seq, reason, text, started)),
                     None => {

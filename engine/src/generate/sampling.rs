@@ -31,6 +31,14 @@ pub fn log_prob(logits: &[f32], token: usize) -> f64 {
     logits[token] as f64 - max as f64 - crate::kernels::math::log_sum_exp_shifted(logits, max)
 }
 
+/// [`log_prob`] of `tokens[i]` in `rows[i]` for every row, the vocabulary-wide sums spread over
+/// the thread pool; each value the same bits as [`log_prob`] gives it.
+pub fn log_probs(rows: &[Vec<f32>], tokens: &[usize]) -> Vec<f64> {
+    let with_max: Vec<(&[f32], f32)> = rows.iter().map(|row| (row.as_slice(), crate::kernels::math::lane_max(row))).collect();
+    let sums = crate::kernels::math::log_sum_exp_rows(&with_max);
+    with_max.iter().zip(tokens).zip(sums).map(|(((row, max), &token), sum)| row[token] as f64 - *max as f64 - sum).collect()
+}
+
 /// A per-sequence random stream, the same for the same (seed, request id, sample) whatever the batch.
 pub fn sequence_rng(seed: u64, request_id: &str, sample: usize) -> StdRng {
     // FNV-1a over the id, then mixed with the seed and sample index.
@@ -86,6 +94,10 @@ mod tests {
         let logits = [2.0f32, -1.5, 0.25, 7.0, 3.0];
         let exact = 3.0 - logits.iter().map(|&v| (v as f64).exp()).sum::<f64>().ln();
         assert!((log_prob(&logits, 4) - exact).abs() < 1e-6);
+        let rows = vec![logits.to_vec(), vec![0.0, 0.0], (0..70_000).map(|i| (i as f32 * 0.37).cos() * 5.0).collect()];
+        let one_by_one: Vec<u64> = [(0, 4), (1, 1), (2, 123)].iter().map(|&(r, t)| log_prob(&rows[r], t).to_bits()).collect();
+        let together: Vec<u64> = log_probs(&rows, &[4, 1, 123]).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(together, one_by_one);
     }
 
     #[test]

@@ -64,16 +64,66 @@ pub fn argmax(values: &[f32]) -> usize {
 }
 
 /// `ln Σ e^(v − max)` over `values`, with `max` their largest: e^x by [`exp`], summed in a fixed
-/// order (see [`sum_exp`]), so the result is the same bits on every CPU. With
+/// order (see [`sum_exp_lanes`]), so the result is the same bits on every CPU. With
 /// `max + log_sum_exp_shifted` this is a log-softmax denominator (the vocabulary of Gemma 3 is
 /// 262,144 entries a sequence a step; libm's `exp` took ~3 % of a decode step).
 pub fn log_sum_exp_shifted(values: &[f32], max: f32) -> f64 {
+    let parts: Vec<[f64; 8]> = values.chunks(SUM_PART).map(|part| sum_exp_part(part, max)).collect();
+    add_parts(&parts).ln()
+}
+
+/// [`log_sum_exp_shifted`] of each `(row, its max)`, the rows' fixed parts spread over candle's
+/// thread pool: a step's batch of vocabulary-wide sums no longer waits on one thread. Each row's
+/// result is the same bits as [`log_sum_exp_shifted`] gives it alone.
+pub fn log_sum_exp_rows(rows: &[(&[f32], f32)]) -> Vec<f64> {
+    // (row, part) tasks in row order; part sums land in their own slots.
+    let tasks: Vec<(usize, usize)> =
+        rows.iter().enumerate().flat_map(|(r, (values, _))| (0..values.len().div_ceil(SUM_PART)).map(move |p| (r, p))).collect();
+    let slots: Vec<std::sync::Mutex<[f64; 8]>> = tasks.iter().map(|_| std::sync::Mutex::new([0.0; 8])).collect();
+    candle_core::utils::barrier_pool().execute_chunked(tasks.len(), |range| {
+        for task in range {
+            let (r, p) = tasks[task];
+            let (values, max) = rows[r];
+            let end = ((p + 1) * SUM_PART).min(values.len());
+            let lanes = sum_exp_part(&values[p * SUM_PART..end], max);
+            *slots[task].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = lanes;
+        }
+    });
+    let parts: Vec<[f64; 8]> = slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())).collect();
+    let mut first = 0;
+    rows.iter()
+        .map(|(values, _)| {
+            let n = values.len().div_ceil(SUM_PART);
+            let total = add_parts(&parts[first..first + n]);
+            first += n;
+            total.ln()
+        })
+        .collect()
+}
+
+/// Vocabulary entries per part of a log-sum-exp: a multiple of [`sum_exp_lanes`]' runs, and
+/// small enough that one row gives every thread some (Gemma 3: 8 parts, Qwen2.5: 5).
+const SUM_PART: usize = 32_768;
+
+/// [`sum_exp_lanes`] of one part, compiled for AVX2 and FMA where the CPU has them (same bits).
+fn sum_exp_part(values: &[f32], max: f32) -> [f64; 8] {
     #[cfg(target_arch = "x86_64")]
     if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
         // SAFETY: the features were just detected.
-        return unsafe { sum_exp_avx2(values, max) }.ln();
+        return unsafe { sum_exp_avx2(values, max) };
     }
-    sum_exp(values, max).ln()
+    sum_exp_lanes(values, max)
+}
+
+/// The parts' eight f64 lanes added part by part in order, then the lanes in a fixed order.
+fn add_parts(parts: &[[f64; 8]]) -> f64 {
+    let mut total = [0f64; 8];
+    for part in parts {
+        for (t, &l) in total.iter_mut().zip(part) {
+            *t += l;
+        }
+    }
+    ((total[0] + total[1]) + (total[2] + total[3])) + ((total[4] + total[5]) + (total[6] + total[7]))
 }
 
 /// The largest non-NaN value, eight lanes at a time (-inf when there is none).
@@ -91,10 +141,10 @@ pub fn lane_max(values: &[f32]) -> f32 {
     lanes.iter().copied().fold(f32::NEG_INFINITY, |m, v| if v > m { v } else { m })
 }
 
-/// Σ e^(v − max): eight f32 lanes over runs of 256 values (the form the compiler vectorizes),
-/// each run's lanes then added into eight f64 lanes, and those in a fixed order.
+/// Σ e^(v − max) in eight f64 lanes: eight f32 lanes over runs of 256 values (the form the
+/// compiler vectorizes), each run's lanes then added into the f64 lanes.
 #[inline(always)]
-fn sum_exp(values: &[f32], max: f32) -> f64 {
+fn sum_exp_lanes(values: &[f32], max: f32) -> [f64; 8] {
     let mut total = [0f64; 8];
     for run in values.chunks(256) {
         let mut lanes = [0f32; 8];
@@ -111,13 +161,13 @@ fn sum_exp(values: &[f32], max: f32) -> f64 {
             *t += l as f64;
         }
     }
-    ((total[0] + total[1]) + (total[2] + total[3])) + ((total[4] + total[5]) + (total[6] + total[7]))
+    total
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn sum_exp_avx2(values: &[f32], max: f32) -> f64 {
-    sum_exp(values, max)
+unsafe fn sum_exp_avx2(values: &[f32], max: f32) -> [f64; 8] {
+    sum_exp_lanes(values, max)
 }
 
 struct GeluTanh;
@@ -172,7 +222,14 @@ mod tests {
         let exact = logits.iter().map(|&v| (v as f64 - max as f64).exp()).sum::<f64>().ln();
         let ours = super::log_sum_exp_shifted(&logits, max);
         assert!((ours - exact).abs() < 1e-6, "{ours} vs {exact}");
-        assert_eq!(super::sum_exp(&logits, max).ln().to_bits(), ours.to_bits(), "portable and AVX2 builds differ");
+        let portable: Vec<[f64; 8]> = logits.chunks(super::SUM_PART).map(|part| super::sum_exp_lanes(part, max)).collect();
+        assert_eq!(super::add_parts(&portable).ln().to_bits(), ours.to_bits(), "portable and AVX2 builds differ");
+        // Rows through the thread pool: each the bits it has alone, a short row and an empty one too.
+        let short = &logits[..1000];
+        let short_max = super::lane_max(short);
+        let rows = super::log_sum_exp_rows(&[(&logits, max), (short, short_max), (&[], f32::NEG_INFINITY), (&logits, max)]);
+        let alone = [ours, super::log_sum_exp_shifted(short, short_max), super::log_sum_exp_shifted(&[], f32::NEG_INFINITY), ours];
+        assert_eq!(rows.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), alone.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
         assert_eq!(super::argmax(&[1.0, 3.0, 3.0, -1.0]), 1);
         let mut tied = vec![0.5f32; 37];
         tied[3] = f32::NAN;
