@@ -2,13 +2,15 @@
 //! part of scripts/bench-engine.sh, in the output format of scripts/reference/llama_logits.cpp,
 //! so the two engines can be compared step by step on the same tokens.
 //!
-//!   cargo run --release -p codesweep-engine --example trace_logits -- MODEL.gguf PROMPT_FILE STEPS [PATH] [LOGITS_OUT]
+//!   cargo run --release -p codesweep-engine --example trace_logits -- MODEL.gguf PROMPT_FILE STEPS [PATH] [LOGITS_OUT] [--keep-everything]
 //!
 //! The prompt is encoded with the model's special tokens (as `generate` feeds it) and run as one
 //! forward pass; each later step feeds one token against the KV cache. PATH: comma-separated token
 //! ids to feed (`-` or absent: our own argmax each step, i.e. greedy). LOGITS_OUT: the prompt's
 //! last-position logits as raw little-endian f32. Prints one JSON object:
-//! `{"n_prompt": N, "steps": [[argmax, its logit, runner-up, its logit], ...]}`.
+//! `{"n_prompt": N, "steps": [[argmax, its logit, runner-up, its logit], ...], "kv_cache_bytes": B}`.
+//! `--keep-everything`: a KV cache that never forgets what a sliding window no longer sees (the
+//! logits must come out the same bits; the bytes larger on long prompts).
 
 use std::path::Path;
 
@@ -35,7 +37,8 @@ fn top_two(logits: &[f32]) -> (usize, usize) {
 }
 
 fn main() -> BoxResult<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let keep_everything = std::env::args().any(|a| a == "--keep-everything");
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
     let [model_path, prompt_path, steps, rest @ ..] = args.as_slice() else {
         return Err("usage: trace_logits MODEL PROMPT_FILE STEPS [PATH] [LOGITS_OUT]".into());
     };
@@ -60,6 +63,9 @@ fn main() -> BoxResult<()> {
         return Err(format!("{prompt_path}: the prompt encodes to no tokens").into());
     }
     let mut cache = KvCache::new(model.config.num_layers, model.kv_cache);
+    if keep_everything {
+        cache = cache.keeping_everything();
+    }
     let (mut start, mut feed) = (0, prompt_ids.clone());
     let mut rows = Vec::new();
     for step in 0..steps {
@@ -82,6 +88,6 @@ fn main() -> BoxResult<()> {
         start += feed.len();
         feed = vec![next];
     }
-    println!("{{\"n_prompt\": {}, \"steps\": [{}]}}", prompt_ids.len(), rows.join(", "));
+    println!("{{\"n_prompt\": {}, \"steps\": [{}], \"kv_cache_bytes\": {}}}", prompt_ids.len(), rows.join(", "), cache.bytes());
     Ok(())
 }

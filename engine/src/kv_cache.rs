@@ -1,5 +1,6 @@
 //! The KV cache: every layer's keys and values for the running batch, in buffers that grow in
-//! place, kept in f16 on the CPU unless `CODESWEEP_KV_CACHE=f32` says otherwise.
+//! place, kept in f16 on the CPU unless `CODESWEEP_KV_CACHE=f32` says otherwise. A layer that
+//! sees only a window of the past (Gemma 3's local layers) may forget the columns before it.
 
 use candle_core::{DType, Tensor};
 
@@ -11,6 +12,7 @@ use crate::error::{EngineError, Result};
 pub struct KvCache {
     layers: Vec<Option<LayerCache>>,
     precision: CachePrecision,
+    keep_everything: bool,
 }
 
 /// The environment variable that sets the [`CachePrecision`] of a process's CPU caches.
@@ -62,7 +64,8 @@ impl CachePrecision {
 /// Columns a cache buffer grows by when full: one copy of the cache per this many decode steps.
 pub const KV_GROWTH: usize = 256;
 
-/// One layer's buffers, of which the first `len` columns are filled: values (b, kv_heads,
+/// One layer's buffers, of which the first `len` columns are filled, holding the batch's columns
+/// `first..first + len` (`first` > 0 once the layer has forgotten older ones): values (b, kv_heads,
 /// capacity, head_dim); keys the same, or (b, kv_heads, head_dim, capacity) when `keys_t` (an f32
 /// model on the CPU), so attention reads a block of keys per dimension with one load and never
 /// transposes. The buffers' dtype is what the cache stores (see [`CachePrecision`]).
@@ -72,6 +75,7 @@ struct LayerCache {
     v: Tensor,
     len: usize,
     keys_t: bool,
+    first: usize,
 }
 
 /// Whether keys of this device and dtype are cached transposed (see [`LayerCache`]): those the
@@ -117,13 +121,15 @@ impl LayerCache {
             }
             Ok(buffer)
         };
-        Ok(Self { k: grow(k, keys_t)?, v: grow(v, false)?, len, keys_t })
+        Ok(Self { k: grow(k, keys_t)?, v: grow(v, false)?, len, keys_t, first: 0 })
     }
 
-    /// Buffers of `capacity` columns holding this cache's columns `from..len`.
+    /// Buffers of `capacity` columns holding this cache's filled columns `from..len` (counted in
+    /// the buffer), which start at the batch's column `self.first + from`.
     fn regrown(&self, from: usize, capacity: usize) -> candle_core::Result<Self> {
         let (k, v) = self.filled()?;
-        Self::with_capacity(&k, &v, from, self.len - from, capacity, self.keys_t, self.v.dtype())
+        let regrown = Self::with_capacity(&k, &v, from, self.len - from, capacity, self.keys_t, self.v.dtype())?;
+        Ok(Self { first: self.first + from, ..regrown })
     }
 }
 
@@ -131,7 +137,13 @@ impl KvCache {
     /// An empty cache for `num_layers` layers that keeps an f32 model's keys and values on the
     /// CPU at `precision`.
     pub fn new(num_layers: usize, precision: CachePrecision) -> Self {
-        Self { layers: vec![None; num_layers], precision }
+        Self { layers: vec![None; num_layers], precision, keep_everything: false }
+    }
+
+    /// This cache, never forgetting a column ([`KvCache::forget_before`] does nothing): what a
+    /// sliding window's results are compared against.
+    pub fn keeping_everything(self) -> Self {
+        Self { keep_everything: true, ..self }
     }
 
     /// Bytes held by the buffers (their whole capacity).
@@ -140,9 +152,32 @@ impl KvCache {
         self.layers.iter().flatten().map(|c| size(&c.k) + size(&c.v)).sum()
     }
 
-    /// Number of cached columns (0 when empty).
+    /// Number of columns the batch has run through the cache (0 when empty), forgotten ones
+    /// included: the column the next step starts at.
     pub fn columns(&self) -> usize {
-        self.layers.iter().flatten().next().map_or(0, |c| c.len)
+        self.layers.iter().flatten().next().map_or(0, |c| c.first + c.len)
+    }
+
+    /// The batch's columns `layer` still holds (empty before its first step); what
+    /// [`KvCache::append`] returns are these plus the step's own.
+    pub fn kept_columns(&self, layer: usize) -> std::ops::Range<usize> {
+        match self.layers.get(layer) {
+            Some(Some(c)) => c.first..c.first + c.len,
+            _ => 0..0,
+        }
+    }
+
+    /// Lets `layer` forget the batch's columns before `column`, which none of its queries can
+    /// see any more (a sliding window's past): they go once at least [`KV_GROWTH`] of them have
+    /// piled up, so the copy that moves the rest is paid once per that many steps, and the layer
+    /// holds under its window plus that many columns (and a step's own). Attention's results do
+    /// not change: the forgotten columns were masked, and masked columns add exact zeros.
+    pub fn forget_before(&mut self, layer: usize, column: usize) -> candle_core::Result<()> {
+        let Some(slot) = self.layers.get_mut(layer).filter(|_| !self.keep_everything) else { return Ok(()) };
+        let Some(c) = slot.take() else { return Ok(()) };
+        let dead = column.saturating_sub(c.first).min(c.len);
+        *slot = Some(if dead >= KV_GROWTH { c.regrown(dead, (c.len - dead + 1).next_multiple_of(KV_GROWTH))? } else { c });
+        Ok(())
     }
 
     /// Appends this step's keys and values of `layer`, (b, kv_heads, t, head_dim), and returns
@@ -182,11 +217,14 @@ impl KvCache {
         Ok(())
     }
 
-    /// Drops the first `n` columns (padding no remaining row needs).
+    /// Drops the batch's first `n` columns (padding no remaining row needs): the batch's
+    /// column `n` becomes column 0. A layer that had forgotten some of them drops only the rest.
     pub fn drop_front_columns(&mut self, n: usize) -> candle_core::Result<()> {
         for slot in &mut self.layers {
             if let Some(c) = slot.take() {
-                *slot = Some(c.regrown(n, c.capacity())?);
+                let held = n.saturating_sub(c.first).min(c.len);
+                let c = if held > 0 { c.regrown(held, c.capacity())? } else { c };
+                *slot = Some(LayerCache { first: c.first.saturating_sub(n), ..c });
             }
         }
         Ok(())
@@ -230,6 +268,34 @@ mod tests {
         let k = Tensor::randn(0f32, 1.0, (1, 1, 4, 8), &dev)?.to_dtype(DType::BF16)?;
         let (ck, _) = bf16_model.append(0, k.clone(), k)?;
         assert_eq!(ck.dtype(), DType::BF16);
+        Ok(())
+    }
+
+    /// A layer forgets only once KV_GROWTH dead columns piled up, keeps counting the batch's
+    /// columns, and later drops of common padding and appends line up with what went in.
+    #[test]
+    fn forgetting_keeps_the_tail_in_line() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let mut cache = KvCache::new(2, CachePrecision::F32);
+        let k = Tensor::randn(0f32, 1.0, (2, 1, 300, 4), &dev)?;
+        cache.append(0, k.clone(), k.clone())?;
+        cache.append(1, k.clone(), k.clone())?;
+        cache.forget_before(0, KV_GROWTH - 1)?;
+        assert_eq!(cache.kept_columns(0), 0..300, "fewer than KV_GROWTH dead columns stay");
+        cache.forget_before(0, 290)?;
+        assert_eq!((cache.kept_columns(0), cache.kept_columns(1), cache.columns()), (290..300, 0..300, 300));
+        cache.drop_front_columns(5)?;
+        assert_eq!((cache.kept_columns(0), cache.kept_columns(1), cache.columns()), (285..295, 0..295, 295));
+        let t = Tensor::randn(0f32, 1.0, (2, 1, 1, 4), &dev)?;
+        let (local, _) = cache.append(0, t.clone(), t.clone())?;
+        let (global, _) = cache.append(1, t.clone(), t.clone())?;
+        let whole = Tensor::cat(&[&k.narrow(2, 5, 295)?, &t], 2)?;
+        assert_eq!(max_diff(&global, &whole)?, 0.0);
+        assert_eq!(max_diff(&local, &whole.narrow(2, 285, 11)?)?, 0.0);
+        let mut keeping = KvCache::new(1, CachePrecision::F32).keeping_everything();
+        keeping.append(0, k.clone(), k)?;
+        keeping.forget_before(0, 299)?;
+        assert_eq!(keeping.kept_columns(0), 0..300);
         Ok(())
     }
 

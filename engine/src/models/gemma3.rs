@@ -6,7 +6,9 @@
 //! The embedding is multiplied by √hidden and tied to the output head. Layers come in groups
 //! (6 in the released models): all local but the last, which is global. Local layers see only the
 //! last `window` positions and rotate with their own base (10,000); global layers see the whole
-//! past and rotate with the file's base, linearly scaled in the larger models.
+//! past and rotate with the file's base, linearly scaled in the larger models. Local layers forget
+//! the keys and values behind their window (see `KvCache::forget_before`), so a long context costs
+//! its full length in the global layers only.
 //!
 //! Hugging Face checkpoints store each norm's weight as `w - 1` (the model multiplies by `1 + w`);
 //! llama.cpp's converter adds the 1 when it writes a GGUF, so here the 1 is added for safetensors.
@@ -38,6 +40,8 @@ pub struct Gemma3 {
     head: Linear,
     global_rotary: Rotary,
     local_rotary: Rotary,
+    /// A local layer's query sees keys fewer than this many positions back.
+    window: usize,
 }
 
 impl Gemma3 {
@@ -81,7 +85,7 @@ impl Gemma3 {
         let (d, max, dtype, device) = (cfg.head_dim, cfg.max_positions, w.dtype(), w.device().clone());
         let global_rotary = Rotary::linearly_scaled(d, max, cfg.rope_theta, cfg.rope_linear_factor, false, dtype, &device)?;
         let local_rotary = Rotary::new(d, max, local.rope_theta, false, dtype, &device)?;
-        Ok(Self { embed, embed_scale: (h as f64).sqrt(), blocks, norm, head, global_rotary, local_rotary })
+        Ok(Self { embed, embed_scale: (h as f64).sqrt(), blocks, norm, head, global_rotary, local_rotary, window: local.window })
     }
 
     /// `tokens`, `positions`: (b, t) u32; `mask` (global layers) and `local_mask` (local layers):
@@ -96,6 +100,15 @@ impl Gemma3 {
     ) -> candle_core::Result<Tensor> {
         // (b, t, hidden)
         let mut x = (self.embed.forward(tokens, mask.dtype())? * self.embed_scale)?;
+        // This step's first query sees no column before `start + 1 - window`, nor will any later.
+        let start = cache.columns();
+        let mut kept_from = 0;
+        for (i, _) in self.blocks.iter().enumerate().filter(|(_, b)| b.local) {
+            cache.forget_before(i, (start + 1).saturating_sub(self.window))?;
+            kept_from = cache.kept_columns(i).start;
+        }
+        // Every local layer forgets alike: their mask loses the same columns, once per step.
+        let local_mask = &local_mask.narrow(3, kept_from, local_mask.dim(3)? - kept_from)?.contiguous()?;
         for (i, block) in self.blocks.iter().enumerate() {
             let (rotary, mask) = if block.local { (&self.local_rotary, local_mask) } else { (&self.global_rotary, mask) };
             let a = block.attn.forward(&block.attn_norm.forward(&x)?, rotary, positions, mask, cache, i)?;
