@@ -217,6 +217,24 @@ impl KvCache {
         Ok(())
     }
 
+    /// For a step about to run: lets `layers`, which see only the last `window` positions, forget
+    /// the columns no query of this step or later can see ([`KvCache::forget_before`]), and
+    /// returns their `mask` (b, 1, t, columns) cut to the columns they still hold, once for all
+    /// of them (they forget alike).
+    pub fn slide_window(&mut self, layers: impl IntoIterator<Item = usize>, window: usize, mask: &Tensor) -> candle_core::Result<Tensor> {
+        // This step's first query, at column `start`, sees nothing before `start + 1 - window`.
+        let start = self.columns();
+        let mut held_from = usize::MAX;
+        for layer in layers {
+            self.forget_before(layer, (start + 1).saturating_sub(window))?;
+            held_from = held_from.min(self.kept_columns(layer).start);
+        }
+        match held_from {
+            0 | usize::MAX => Ok(mask.clone()),
+            from => mask.narrow(3, from, mask.dim(3)? - from)?.contiguous(),
+        }
+    }
+
     /// Drops the batch's first `n` columns (padding no remaining row needs): the batch's
     /// column `n` becomes column 0. A layer that had forgotten some of them drops only the rest.
     pub fn drop_front_columns(&mut self, n: usize) -> candle_core::Result<()> {

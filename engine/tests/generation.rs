@@ -290,23 +290,30 @@ fn gemma3_local_layers_see_only_their_window() {
     assert!(diff > 1e-3, "a prompt of {} tokens past a window of {}: logits differ by only {diff}", ids.len(), common::GEMMA_WINDOW);
 }
 
-/// Gemma 3's local layers forget keys and values behind their window during a long decode, two
-/// rows of different lengths in one left-padded batch: every step's logits are the same bits as
-/// with a cache that keeps everything, the local layers hold at most the window plus two growth
-/// steps of columns, and the global layers hold all.
+/// Layers with a sliding window (Gemma 3's local ones, every StarCoder2 layer) forget keys and
+/// values behind it during a long decode, two rows of different lengths in one left-padded batch:
+/// every step's logits are the same bits as with a cache that keeps everything, a windowed layer
+/// holds at most its window plus two growth steps of columns, and Gemma's global layer holds all.
 #[test]
-fn gemma3_local_layers_forget_behind_their_window() {
+fn windowed_layers_forget_behind_their_window() {
     let dir = tempfile::tempdir().unwrap();
+    let load = |path: std::path::PathBuf| Model::load(&path, &Device::Cpu, None).unwrap();
+    let starcoder2 = dir.path().join("starcoder2");
+    std::fs::create_dir_all(&starcoder2).unwrap();
     let models = [
-        ("Gemma3 safetensors f32", Model::load(&common::write_hf(dir.path(), Arch::Gemma3, tokenizer_json()), &Device::Cpu, None).unwrap()),
-        ("Gemma3 gguf q8_0", Model::load(&common::write_gguf(dir.path(), Arch::Gemma3, GgmlDType::Q8_0, tokenizer_json()), &Device::Cpu, None).unwrap()),
+        ("Gemma3 safetensors f32", load(common::write_hf(dir.path(), Arch::Gemma3, tokenizer_json()))),
+        ("Gemma3 gguf q8_0", load(common::write_gguf(dir.path(), Arch::Gemma3, GgmlDType::Q8_0, tokenizer_json()))),
+        ("Starcoder2 safetensors f32", load(common::write_hf(&starcoder2, Arch::Starcoder2, tokenizer_json()))),
     ];
     let growth = codesweep_engine::kv_cache::KV_GROWTH;
     let tokenizer = &models[0].1.tokenizer;
-    let long: Vec<u32> = common::code_prompts().iter().flat_map(|p| tokenizer.tokenize(p).unwrap()).take(common::MAX_POS - 8).collect();
-    // Long enough for the local layers to forget once (they wait for KV_GROWTH dead columns).
-    assert!(long.len() > common::GEMMA_WINDOW + growth + 64, "{} tokens", long.len());
+    let prompts = common::code_prompts();
+    let long: Vec<u32> = prompts.iter().cycle().flat_map(|p| tokenizer.tokenize(p).unwrap()).take(common::MAX_POS - 8).collect();
     for (label, model) in &models {
+        let windows = model.config.windows();
+        let window = windows.local.or(windows.all).expect("a windowed model");
+        // Long enough for the windowed layers to forget once (they wait for KV_GROWTH dead columns).
+        assert!(long.len() > window + growth + 64, "{label}: {} tokens", long.len());
         let rows = [&long[7..], &long[..]];
         let (pads, prompts) = ([7, 0], [20, 27]);
         let mut forgetting = KvCache::new(model.config.num_layers, model.kv_cache);
@@ -314,7 +321,7 @@ fn gemma3_local_layers_forget_behind_their_window() {
         let mut step = (0..2).map(|r| [vec![0; pads[r]], rows[r][..prompts[r]].to_vec()].concat()).collect::<Vec<_>>();
         let mut fed = prompts;
         while fed[0] < rows[0].len() {
-            let inputs = step_inputs(&step, &pads, forgetting.columns(), model.config.windows(), DType::F32, &Device::Cpu).unwrap();
+            let inputs = step_inputs(&step, &pads, forgetting.columns(), windows, DType::F32, &Device::Cpu).unwrap();
             let a: Vec<Vec<f32>> = model.network.forward(&inputs, &mut forgetting).unwrap().to_vec2().unwrap();
             let b: Vec<Vec<f32>> = model.network.forward(&inputs, &mut keeping).unwrap().to_vec2().unwrap();
             assert!(a == b, "{label}: logits after {fed:?} tokens differ from a cache that keeps everything");
@@ -323,11 +330,13 @@ fn gemma3_local_layers_forget_behind_their_window() {
         }
         let columns = forgetting.columns();
         assert_eq!((columns, keeping.columns()), (rows[1].len() - 1, rows[1].len() - 1));
-        let local = forgetting.kept_columns(0);
-        assert!(local.start > 0 && local.len() <= common::GEMMA_WINDOW + 2 * growth, "{label}: the local layer keeps {local:?}");
-        assert_eq!(local.end, columns);
+        let windowed = forgetting.kept_columns(0);
+        assert!(windowed.start > 0 && windowed.len() <= window + 2 * growth, "{label}: a windowed layer keeps {windowed:?}");
+        assert_eq!(windowed.end, columns);
         assert_eq!(keeping.kept_columns(0), 0..columns);
-        assert_eq!(forgetting.kept_columns(model.config.num_layers - 1), 0..columns, "{label}: the global layer keeps every column");
+        if windows.local.is_some() {
+            assert_eq!(forgetting.kept_columns(model.config.num_layers - 1), 0..columns, "{label}: the global layer keeps every column");
+        }
         assert!(forgetting.bytes() < keeping.bytes(), "{label}: {} bytes, not fewer than {}", forgetting.bytes(), keeping.bytes());
     }
 }

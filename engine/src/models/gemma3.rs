@@ -7,7 +7,7 @@
 //! (6 in the released models): all local but the last, which is global. Local layers see only the
 //! last `window` positions and rotate with their own base (10,000); global layers see the whole
 //! past and rotate with the file's base, linearly scaled in the larger models. Local layers forget
-//! the keys and values behind their window (see `KvCache::forget_before`), so a long context costs
+//! the keys and values behind their window (see `KvCache::slide_window`), so a long context costs
 //! its full length in the global layers only.
 //!
 //! Hugging Face checkpoints store each norm's weight as `w - 1` (the model multiplies by `1 + w`);
@@ -100,15 +100,8 @@ impl Gemma3 {
     ) -> candle_core::Result<Tensor> {
         // (b, t, hidden)
         let mut x = (self.embed.forward(tokens, mask.dtype())? * self.embed_scale)?;
-        // This step's first query sees no column before `start + 1 - window`, nor will any later.
-        let start = cache.columns();
-        let mut kept_from = 0;
-        for (i, _) in self.blocks.iter().enumerate().filter(|(_, b)| b.local) {
-            cache.forget_before(i, (start + 1).saturating_sub(self.window))?;
-            kept_from = cache.kept_columns(i).start;
-        }
-        // Every local layer forgets alike: their mask loses the same columns, once per step.
-        let local_mask = &local_mask.narrow(3, kept_from, local_mask.dim(3)? - kept_from)?.contiguous()?;
+        let local_layers = self.blocks.iter().enumerate().filter(|(_, b)| b.local).map(|(i, _)| i);
+        let local_mask = &cache.slide_window(local_layers, self.window, local_mask)?;
         for (i, block) in self.blocks.iter().enumerate() {
             let (rotary, mask) = if block.local { (&self.local_rotary, local_mask) } else { (&self.global_rotary, mask) };
             let a = block.attn.forward(&block.attn_norm.forward(&x)?, rotary, positions, mask, cache, i)?;

@@ -30,6 +30,8 @@ pub struct RotaryDecoder {
     norm: Norm,
     head: Linear,
     rotary: Rotary,
+    /// Every layer's sliding window (StarCoder2), if any: the cache forgets what it hides.
+    window: Option<usize>,
 }
 
 impl RotaryDecoder {
@@ -64,7 +66,7 @@ impl RotaryDecoder {
         let head = w.output_head(&embed, h)?;
         let rotary =
             Rotary::new(cfg.head_dim, cfg.max_positions, cfg.rope_theta, cfg.rope_interleaved, w.dtype(), w.device())?;
-        Ok(Self { embed, blocks, norm, head, rotary })
+        Ok(Self { embed, blocks, norm, head, rotary, window: cfg.sliding_window })
     }
 
     /// `tokens`, `positions`: (b, t) u32; `mask`: (b, 1, t, columns). Returns last-position logits (b, vocab).
@@ -76,6 +78,10 @@ impl RotaryDecoder {
         cache: &mut KvCache,
     ) -> candle_core::Result<Tensor> {
         let mut x = self.embed.forward(tokens, mask.dtype())?;
+        let mask = &match self.window {
+            Some(window) => cache.slide_window(0..self.blocks.len(), window, mask)?,
+            None => mask.clone(),
+        };
         for (i, block) in self.blocks.iter().enumerate() {
             let a = block.attn.forward(&block.attn_norm.forward(&x)?, &self.rotary, positions, mask, cache, i)?;
             x = (x + a)?;
