@@ -184,6 +184,8 @@ impl RotaryAttention {
     }
 
     /// `x`: (b, t, hidden) → (b, t, hidden); appends this chunk's keys/values to `cache` at `layer`.
+    /// `mask`: (b, 1, t, the columns `layer` holds with this chunk's), as `KvCache::slide_window`
+    /// cuts it for a layer that forgets.
     pub fn forward(
         &self,
         x: &Tensor,
@@ -208,9 +210,6 @@ impl RotaryAttention {
         let (q, k) = (rotary.apply(&q, positions)?, rotary.apply(&k, positions)?);
         let v = split(v, self.kv_heads)?;
         let (k, v) = cache.append(layer, k, v)?;
-        // A layer that forgot its oldest columns holds the mask's last ones.
-        let (columns, kept) = (mask.dim(3)?, k.dim(2)?);
-        let mask = if columns > kept { &mask.narrow(3, columns - kept, kept)? } else { mask };
         self.o.forward(&attention(&q, &k, &v, mask, self.query_scalar)?)
     }
 }

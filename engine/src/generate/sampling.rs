@@ -27,14 +27,13 @@ pub fn argmax(logits: &[f32]) -> usize {
 /// `log softmax(logits)[token]` at temperature 1: the denominator summed in f64 from f32
 /// exponentials (within ~1e-6 of the all-f64 formula; the same bits on every CPU).
 pub fn log_prob(logits: &[f32], token: usize) -> f64 {
-    let max = crate::kernels::math::lane_max(logits);
-    logits[token] as f64 - max as f64 - crate::kernels::math::log_sum_exp_shifted(logits, max)
+    log_probs(&[logits], &[token])[0]
 }
 
 /// [`log_prob`] of `tokens[i]` in `rows[i]` for every row, the vocabulary-wide sums spread over
 /// the thread pool; each value the same bits as [`log_prob`] gives it.
-pub fn log_probs(rows: &[Vec<f32>], tokens: &[usize]) -> Vec<f64> {
-    let with_max: Vec<(&[f32], f32)> = rows.iter().map(|row| (row.as_slice(), crate::kernels::math::lane_max(row))).collect();
+pub fn log_probs<R: AsRef<[f32]>>(rows: &[R], tokens: &[usize]) -> Vec<f64> {
+    let with_max: Vec<(&[f32], f32)> = rows.iter().map(|row| (row.as_ref(), crate::kernels::math::lane_max(row.as_ref()))).collect();
     let sums = crate::kernels::math::log_sum_exp_rows(&with_max);
     with_max.iter().zip(tokens).zip(sums).map(|(((row, max), &token), sum)| row[token] as f64 - *max as f64 - sum).collect()
 }

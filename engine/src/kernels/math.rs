@@ -68,13 +68,13 @@ pub fn argmax(values: &[f32]) -> usize {
 /// `max + log_sum_exp_shifted` this is a log-softmax denominator (the vocabulary of Gemma 3 is
 /// 262,144 entries a sequence a step; libm's `exp` took ~3 % of a decode step).
 pub fn log_sum_exp_shifted(values: &[f32], max: f32) -> f64 {
-    let parts: Vec<[f64; 8]> = values.chunks(SUM_PART).map(|part| sum_exp_part(part, max)).collect();
-    add_parts(&parts).ln()
+    log_sum_exp_rows(&[(values, max)])[0]
 }
 
 /// [`log_sum_exp_shifted`] of each `(row, its max)`, the rows' fixed parts spread over candle's
-/// thread pool: a step's batch of vocabulary-wide sums no longer waits on one thread. Each row's
-/// result is the same bits as [`log_sum_exp_shifted`] gives it alone.
+/// thread pool: a step's batch of vocabulary-wide sums no longer waits on one thread. A row's
+/// parts are added in order whichever thread summed them, so its result is the same bits alone
+/// or beside others.
 pub fn log_sum_exp_rows(rows: &[(&[f32], f32)]) -> Vec<f64> {
     // (row, part) tasks in row order; part sums land in their own slots.
     let tasks: Vec<(usize, usize)> =
