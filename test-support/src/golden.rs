@@ -15,9 +15,20 @@ pub fn golden_dir() -> PathBuf {
     dir
 }
 
-/// Reads a golden file.
+/// Reads a golden file; where only `FILE.gz` is there (the largest files are kept gzipped, so
+/// the checkout stays small enough to send to a GPU machine), its decompressed bytes.
 pub fn read(path: &PathBuf) -> Vec<u8> {
-    std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+    let mut gzipped = path.clone().into_os_string();
+    gzipped.push(".gz");
+    let gzipped = PathBuf::from(gzipped);
+    if path.exists() || !gzipped.exists() {
+        return std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    }
+    let file = std::fs::File::open(&gzipped).unwrap_or_else(|e| panic!("cannot read {}: {e}", gzipped.display()));
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(file), &mut bytes)
+        .unwrap_or_else(|e| panic!("cannot decompress {}: {e}", gzipped.display()));
+    bytes
 }
 
 /// Reads a JSON-lines golden file into values.
