@@ -21,6 +21,11 @@
 #                        /tmp/codesweep-gpu-bench; ~19 GB for both models; weights are kept and reused)
 #     OUT=DIR            results.md and the raw JSON of both engines (default: results/ in the folder)
 #     PYTHON=python3     the Python with torch and transformers
+#     DEVICE=cuda:0      where both engines run; DEVICE=cpu (with MODELS=tiny, DTYPE=f32 and
+#                        BENCH_BIN=a CPU build of bench_generate) is a dry run of this script on a
+#                        machine without a GPU, to check the pipeline, not a benchmark
+#     DTYPE=bf16         our engine's dtype (transformers runs bf16, and fp32 for the logit floor)
+#     BENCH_BIN=FILE     run this bench_generate instead of the one carried in .gpu-bench/
 #
 # `run`, for each model: writes the random weights (torch on the GPU; config.json with the real
 # model's hyper-parameters and no end-of-sequence token, so neither engine stops early), runs our
@@ -171,6 +176,11 @@ run() {
     folder="$here"
   elif [[ -d "$here/../.gpu-bench" ]]; then
     folder="$(cd "$here/../.gpu-bench" && pwd)"
+  elif [[ -n "${BENCH_BIN:-}" && -f "$here/reference/gpu_bench.py" ]]; then
+    # A dry run from a checkout that has built nothing for a GPU.
+    mkdir -p "$here/../.gpu-bench"
+    folder="$(cd "$here/../.gpu-bench" && pwd)"
+    cp "$here/reference/gpu_bench.py" "$folder/gpu_bench.py"
   else
     die "no .gpu-bench folder: run scripts/gpu-bench.sh build on a machine with Rust, and copy .gpu-bench/ here"
   fi
@@ -181,6 +191,7 @@ run() {
   local batches="${BATCHES:-1,8,32,64}" prompt_tokens="${PROMPT_TOKENS:-512}"
   local decode_tokens="${DECODE_TOKENS:-32}" runs="${RUNS:-3}"
   local helper="$folder/gpu_bench.py"
+  local device="${DEVICE:-cuda:0}" dtype="${DTYPE:-bf16}"
   export PYTHONUNBUFFERED=1
   mkdir -p "$work" "$out"
 
@@ -193,7 +204,7 @@ run() {
       echo "warning: driver $driver; the binary is built with CUDA 13.0, which needs driver 580 or newer" >&2
     fi
   fi
-  if [[ -f "$folder/BUILD.json" ]]; then
+  if [[ -f "$folder/BUILD.json" && "$device" == cuda* ]]; then
     echo "build: $(tr -d '\n' <"$folder/BUILD.json")"
     # candle's kernels are compiled for one compute capability (PTX the driver compiles at load).
     "$py" - "$folder/BUILD.json" <<'PY' || true
@@ -209,7 +220,12 @@ PY
   # The binary, and the CUDA libraries it links: PyTorch's pip packages (nvidia/cu13/lib and the
   # like), then a CUDA toolkit's; libcuda.so.1 comes from the driver.
   local bin="$work/bench_generate"
-  unpack "$folder/bench_generate" "$bin" || die "no bench_generate(.xz) in $folder"
+  if [[ -n "${BENCH_BIN:-}" ]]; then
+    [[ -x "$BENCH_BIN" ]] || die "BENCH_BIN=$BENCH_BIN is not an executable file"
+    cp "$BENCH_BIN" "$bin"
+  else
+    unpack "$folder/bench_generate" "$bin" || die "no bench_generate(.xz) in $folder"
+  fi
   chmod +x "$bin"
   local libdirs
   libdirs="$("$py" - <<'PY'
@@ -249,7 +265,7 @@ PY
       continue
     fi
     rm -f "$out/$model.codesweep.json" "$out/$model.transformers.json" "$work/$model.codesweep-logits.json"
-    local ours=(--device cuda:0 --dtype bf16 --batches "$batches" --prompt-tokens "$prompt_tokens"
+    local ours=(--device "$device" --dtype "$dtype" --batches "$batches" --prompt-tokens "$prompt_tokens"
       --decode-tokens "$decode_tokens" --runs "$runs" --speed-json "$out/$model.codesweep.json"
       --logits "$work/$model.codesweep-logits.json")
     [[ -z "${PREFILL_CHUNK:-}" ]] || ours+=(--prefill-chunk "$PREFILL_CHUNK")
@@ -260,14 +276,15 @@ PY
     echo "-- transformers"
     if ! "$py" "$helper" transformers "$dir" "$out/$model.codesweep.json" "$work/$model.codesweep-logits.json" \
       "$out/$model.transformers.json" --batches "$batches" --prompt-tokens "$prompt_tokens" \
-      --decode-tokens "$decode_tokens" --runs "$runs" 2>&1 | tee "$work/$model.transformers.log"; then
+      --decode-tokens "$decode_tokens" --runs "$runs" --device "$device" 2>&1 | tee "$work/$model.transformers.log"; then
       failed+=("$model: transformers (log $work/$model.transformers.log)")
     fi
   done
 
   echo
   local args=()
-  [[ ! -f "$folder/BUILD.json" ]] || args+=(--build "$folder/BUILD.json")
+  # BUILD.json describes the carried binary, not a BENCH_BIN.
+  [[ -n "${BENCH_BIN:-}" || ! -f "$folder/BUILD.json" ]] || args+=(--build "$folder/BUILD.json")
   [[ -z "$driver" ]] || args+=(--driver "$driver")
   # shellcheck disable=SC2086 # MODELS is a list of words
   "$py" "$helper" table "$out" $models "${args[@]}" >"$out/results.md"

@@ -133,7 +133,17 @@ fn write_json(path: &str, value: &serde_json::Value) -> BoxResult<()> {
     Ok(())
 }
 
-fn main() -> BoxResult<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_generate: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> BoxResult<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let option = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
     let runs = number(option("--runs"), "--runs", 3)?;

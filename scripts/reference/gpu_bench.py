@@ -14,7 +14,7 @@
         default 8192) on this Python's standard library sources, with the `tokenizers` package;
         for when no real tokenizer.json was carried. The model's vocabulary may be larger.
   transformers DIR OURS_SPEED.json OURS_LOGITS.json OUT.json [--batches 1,8,32,64]
-        [--prompt-tokens N] [--decode-tokens N] [--runs N]
+        [--prompt-tokens N] [--decode-tokens N] [--runs N] [--device cuda:0]
         times transformers' generate on DIR (bf16, greedy) on the same prompts as our engine
         (the token ids in OURS_SPEED.json, written by bench_generate --speed-json; random ids when
         that file is missing), left-padded with an attention mask, and compares the logits of the
@@ -23,6 +23,7 @@
         (the bf16 noise floor). Prefill = one forward of the prompt batch (last-position logits
         only, as generate does); decode = (generate time - prefill time) / (batch x decode steps),
         generate making decode-tokens + 1 tokens (the first comes from the prefill), as ours does.
+        --device cpu runs it on the CPU: a dry run of the scripts (with the tiny shape), not a benchmark.
   table RESULTS_DIR MODEL... [--build BUILD.json]
         the markdown report of RESULTS_DIR/MODEL.codesweep.json and MODEL.transformers.json.
 """
@@ -268,8 +269,16 @@ def cmd_transformers(args):
     import transformers
     from transformers import AutoModelForCausalLM
 
-    if not torch.cuda.is_available():
-        raise SystemExit("torch sees no GPU")
+    device = torch.device(args.device)
+    on_gpu = device.type == "cuda"
+    if on_gpu and not torch.cuda.is_available():
+        raise SystemExit("torch sees no GPU (--device cpu for a dry run on the CPU)")
+
+    def sync():
+        if on_gpu:
+            torch.cuda.synchronize(device)
+
+    device_name = torch.cuda.get_device_name(device) if on_gpu else f"CPU ({torch.get_num_threads()} threads)"
     batches = [int(b) for b in args.batches.split(",")]
     ours_speed = json.loads(Path(args.ours_speed).read_text()) if Path(args.ours_speed).exists() else None
     ours_logits = json.loads(Path(args.ours_logits).read_text()) if Path(args.ours_logits).exists() else None
@@ -277,14 +286,14 @@ def cmd_transformers(args):
     dtype_key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
     started = time.time()
     model = AutoModelForCausalLM.from_pretrained(args.dir, **{dtype_key: torch.bfloat16})
-    model = model.cuda().eval()
-    torch.cuda.synchronize()
+    model = model.to(device).eval()
+    sync()
     load_seconds = time.time() - started
     vocab = model.config.vocab_size
     params = inspect.signature(model.forward).parameters
     keep = {"logits_to_keep": 1} if "logits_to_keep" in params else (
         {"num_logits_to_keep": 1} if "num_logits_to_keep" in params else {})
-    print(f"transformers {transformers.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name(0)}; "
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}, {device_name}; "
           f"{args.dir} loaded in {load_seconds:.1f}s", flush=True)
 
     if ours_speed is not None:
@@ -298,17 +307,17 @@ def cmd_transformers(args):
 
     def prefill_and_generate(batch, max_new):
         ids, mask = left_pad(prompts[:batch])
-        ids = torch.tensor(ids, device="cuda")
-        mask = torch.tensor(mask, device="cuda")
+        ids = torch.tensor(ids, device=device)
+        mask = torch.tensor(mask, device=device)
         with torch.inference_mode():
-            torch.cuda.synchronize()
+            sync()
             t0 = time.perf_counter()
             model(input_ids=ids, attention_mask=mask, use_cache=True, **keep)
-            torch.cuda.synchronize()
+            sync()
             t1 = time.perf_counter()
             out = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=max_new,
                                  min_new_tokens=max_new, pad_token_id=0)
-            torch.cuda.synchronize()
+            sync()
             t2 = time.perf_counter()
         made = out.shape[1] - ids.shape[1]
         if made != max_new:
@@ -317,7 +326,7 @@ def cmd_transformers(args):
 
     def last_logits(ids):
         with torch.inference_mode():
-            out = model(input_ids=torch.tensor([ids], device="cuda"), use_cache=False, **keep)
+            out = model(input_ids=torch.tensor([ids], device=device), use_cache=False, **keep)
         return out.logits[0, -1].float().cpu().numpy()
 
     # bf16 logits first (the comparison matters most), fp32 ones last (the model is converted).
@@ -344,7 +353,8 @@ def cmd_transformers(args):
         print(f"batch {batch}: prefill {prefill:.1f} tok/s, decode {decode:.2f} tok/s (median of {args.runs})",
               flush=True)
         speed.append({"batch": batch, "prefill_tokens_per_s": prefill, "decode_tokens_per_s": decode, "runs": runs})
-        torch.cuda.empty_cache()
+        if on_gpu:
+            torch.cuda.empty_cache()
 
     comparisons = []
     if logit_prompts:
@@ -370,7 +380,7 @@ def cmd_transformers(args):
             comparisons.append(row)
     Path(args.out).write_text(json.dumps({
         "engine": "transformers", "transformers": transformers.__version__, "torch": torch.__version__,
-        "torch_cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0), "model": args.dir,
+        "torch_cuda": torch.version.cuda, "gpu": device_name, "model": args.dir,
         "load_seconds": load_seconds, "prompt_tokens": len(prompts[0]), "decode_tokens": args.decode_tokens,
         "runs": args.runs, "same_prompts_as_ours": ours_speed is not None, "batches": speed,
         "logits": comparisons,
@@ -398,8 +408,12 @@ def cmd_table(args):
     first = next((s for m in loaded.values() for s in m.values() if s), {})
     hf = next((m["transformers"] for m in loaded.values() if m["transformers"]), {})
     ours = next((m["codesweep"] for m in loaded.values() if m["codesweep"]), {})
-    lines = ["# codesweep CUDA engine vs transformers `generate`", ""]
-    lines.append(f"- {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; GPU: {hf.get('gpu', '?')}; "
+    device = hf.get("gpu", "?")
+    dry_run = device.startswith("CPU")
+    title = "codesweep vs transformers `generate` on the CPU: a dry run of the scripts, not a benchmark" if dry_run \
+        else "codesweep CUDA engine vs transformers `generate`"
+    lines = [f"# {title}", ""]
+    lines.append(f"- {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {'device' if dry_run else 'GPU'}: {device}; "
                  f"driver {args.driver or '?'}; transformers {hf.get('transformers', '?')}, "
                  f"torch {hf.get('torch', '?')} (CUDA {hf.get('torch_cuda', '?')})")
     if build:
@@ -467,6 +481,7 @@ def main():
     p.add_argument("--prompt-tokens", type=int, default=512)
     p.add_argument("--decode-tokens", type=int, default=32)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--device", default="cuda:0")
     p = sub.add_parser("table")
     p.add_argument("results_dir")
     p.add_argument("models", nargs="+")

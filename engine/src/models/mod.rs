@@ -84,7 +84,14 @@ pub fn parse_device(spec: &str) -> Result<Device> {
             if !candle_core::utils::cuda_is_available() {
                 return Err(err("this build has no CUDA support; rebuild with `--features cuda`"));
             }
-            Device::new_cuda(ordinal).map_err(|e| err(&format!("cannot open the GPU: {e}")))
+            Device::new_cuda(ordinal).map_err(|e| {
+                // candle appends a backtrace to a driver error; its first line is the driver's answer.
+                let answer = e.to_string();
+                let answer = answer.lines().next().unwrap_or_default();
+                err(&format!(
+                    "cannot open GPU {ordinal}: {answer} (does `nvidia-smi` list it, with a driver as new as the CUDA this binary was built with?)"
+                ))
+            })
         }
         _ => Err(err("expected `cpu` or `cuda:N`")),
     }
