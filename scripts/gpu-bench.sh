@@ -180,7 +180,6 @@ run() {
     # A dry run from a checkout that has built nothing for a GPU.
     mkdir -p "$here/../.gpu-bench"
     folder="$(cd "$here/../.gpu-bench" && pwd)"
-    cp "$here/reference/gpu_bench.py" "$folder/gpu_bench.py"
   else
     die "no .gpu-bench folder: run scripts/gpu-bench.sh build on a machine with Rust, and copy .gpu-bench/ here"
   fi
@@ -191,6 +190,11 @@ run() {
   local batches="${BATCHES:-1,8,32,64}" prompt_tokens="${PROMPT_TOKENS:-512}"
   local decode_tokens="${DECODE_TOKENS:-32}" runs="${RUNS:-3}"
   local helper="$folder/gpu_bench.py"
+  # With BENCH_BIN in a checkout, the checkout's helper goes with it, not the one carried beside
+  # an earlier build.
+  if [[ -n "${BENCH_BIN:-}" && -f "$here/reference/gpu_bench.py" ]]; then
+    helper="$here/reference/gpu_bench.py"
+  fi
   local device="${DEVICE:-cuda:0}" dtype="${DTYPE:-bf16}"
   export PYTHONUNBUFFERED=1
   mkdir -p "$work" "$out"
@@ -255,6 +259,17 @@ PY
     "$py" "$helper" tokenizer "$tokenizer"
   fi
 
+  local args=()
+  # BUILD.json describes the carried binary, not a BENCH_BIN.
+  [[ -n "${BENCH_BIN:-}" || ! -f "$folder/BUILD.json" ]] || args+=(--build "$folder/BUILD.json")
+  [[ -z "$driver" ]] || args+=(--driver "$driver")
+  # The table of what is measured so far: written after each model, so a run stopped early (a
+  # device call's time limit) still leaves results.md.
+  table() {
+    # shellcheck disable=SC2086 # MODELS is a list of words
+    "$py" "$helper" table "$out" $models "${args[@]}" >"$out/results.md"
+  }
+
   local failed=() model dir
   for model in $models; do
     echo
@@ -279,15 +294,11 @@ PY
       --decode-tokens "$decode_tokens" --runs "$runs" --device "$device" 2>&1 | tee "$work/$model.transformers.log"; then
       failed+=("$model: transformers (log $work/$model.transformers.log)")
     fi
+    table
   done
 
   echo
-  local args=()
-  # BUILD.json describes the carried binary, not a BENCH_BIN.
-  [[ -n "${BENCH_BIN:-}" || ! -f "$folder/BUILD.json" ]] || args+=(--build "$folder/BUILD.json")
-  [[ -z "$driver" ]] || args+=(--driver "$driver")
-  # shellcheck disable=SC2086 # MODELS is a list of words
-  "$py" "$helper" table "$out" $models "${args[@]}" >"$out/results.md"
+  table
   cat "$out/results.md"
   echo
   echo "written: $out/results.md (raw: $out/*.json; logs and logits: $work)"

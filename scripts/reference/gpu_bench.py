@@ -333,6 +333,16 @@ def cmd_transformers(args):
     logit_prompts = ours_logits["prompts"] if ours_logits is not None else []
     bf16 = [last_logits(p["ids"]) for p in logit_prompts]
 
+    def save(speed, comparisons):
+        # Rewritten after each batch size too, so a run cut short keeps what it measured.
+        Path(args.out).write_text(json.dumps({
+            "engine": "transformers", "transformers": transformers.__version__, "torch": torch.__version__,
+            "torch_cuda": torch.version.cuda, "gpu": device_name, "model": args.dir,
+            "load_seconds": load_seconds, "prompt_tokens": len(prompts[0]), "decode_tokens": args.decode_tokens,
+            "runs": args.runs, "same_prompts_as_ours": ours_speed is not None, "batches": speed,
+            "logits": comparisons,
+        }, indent=1) + "\n")
+
     speed = []
     for batch in batches:
         try:
@@ -353,6 +363,7 @@ def cmd_transformers(args):
         print(f"batch {batch}: prefill {prefill:.1f} tok/s, decode {decode:.2f} tok/s (median of {args.runs})",
               flush=True)
         speed.append({"batch": batch, "prefill_tokens_per_s": prefill, "decode_tokens_per_s": decode, "runs": runs})
+        save(speed, [])
         if on_gpu:
             torch.cuda.empty_cache()
 
@@ -378,13 +389,7 @@ def cmd_transformers(args):
                   f"{row['transformers_bf16_vs_fp32']:.4f}; max |logit| {row['max_abs_logit']:.3f}), "
                   f"same argmax: {row['same_argmax']}", flush=True)
             comparisons.append(row)
-    Path(args.out).write_text(json.dumps({
-        "engine": "transformers", "transformers": transformers.__version__, "torch": torch.__version__,
-        "torch_cuda": torch.version.cuda, "gpu": device_name, "model": args.dir,
-        "load_seconds": load_seconds, "prompt_tokens": len(prompts[0]), "decode_tokens": args.decode_tokens,
-        "runs": args.runs, "same_prompts_as_ours": ours_speed is not None, "batches": speed,
-        "logits": comparisons,
-    }, indent=1) + "\n")
+    save(speed, comparisons)
 
 
 def fmt(x, digits=1):
