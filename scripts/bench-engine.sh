@@ -42,6 +42,12 @@ target="${CARGO_TARGET_DIR:-target}/release/examples"
 prompts=("$golden"/cceval/{python,java,csharp,typescript}/examples.jsonl)
 export RAYON_NUM_THREADS="$threads"
 
+# Our greedy completions of the golden prompts (model $1), each with its exact prompt text: the
+# greedy part compares them with llama.cpp's, the logits part takes the prompts from them.
+our_completions() {
+  "$target/bench_generate" "$1" "${prompts[@]}" --no-speed --completions "$out/completions.ours.jsonl" >/dev/null
+}
+
 if [[ "$parts" == *" speed "* ]]; then
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $threads threads"
 for model in "${models[@]}"; do
@@ -67,7 +73,7 @@ if [[ "$parts" == *" greedy "* ]]; then
 echo
 first="$(scripts/fetch-models.sh "${models[0]}")"
 echo "== greedy completions of ${models[0]}: ours vs llama.cpp (llama-simple), 48 tokens, cut at the first newline"
-"$target/bench_generate" "$first" "${prompts[@]}" --no-speed --completions "$out/completions.ours.jsonl" >/dev/null
+our_completions "$first"
 python3 scripts/reference/engine_vs_llamacpp.py greedy "$bin" "$first" "$out/completions.ours.jsonl" "$out/completions.jsonl"
 fi
 
@@ -76,7 +82,7 @@ echo
 first="$(scripts/fetch-models.sh "${models[0]}")"
 if [[ "${LLAMACPP_ISA:-native}" == avx2 ]]; then other="$(LLAMACPP_ISA=native scripts/build-llamacpp.sh)"; else other="$(LLAMACPP_ISA=avx2 scripts/build-llamacpp.sh)"; fi
 echo "== logits of ${models[0]} along llama.cpp's greedy paths: ours and llama.cpp's $(basename "$other") build against llama.cpp $(basename "$bin")"
-[[ -f "$out/completions.ours.jsonl" ]] || "$target/bench_generate" "$first" "${prompts[@]}" --no-speed --completions "$out/completions.ours.jsonl" >/dev/null
+[[ -f "$out/completions.ours.jsonl" ]] || our_completions "$first"
 python3 scripts/reference/engine_vs_llamacpp.py logits "$bin" "$other" "$first" "$out/completions.ours.jsonl" "$target/trace_logits" "$out/logits"
 fi
 

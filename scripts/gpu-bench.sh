@@ -170,13 +170,18 @@ unpack() {
 }
 
 run() {
-  local here folder
+  local here folder checkout_helper=""
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  # A BENCH_BIN run from a checkout takes the checkout's helper, not the one carried beside an
+  # earlier build.
+  if [[ -n "${BENCH_BIN:-}" && -f "$here/reference/gpu_bench.py" ]]; then
+    checkout_helper="$here/reference/gpu_bench.py"
+  fi
   if [[ -f "$here/gpu_bench.py" && -f "$here/bench_generate.xz" ]] || [[ -f "$here/gpu_bench.py" && -f "$here/bench_generate" ]]; then
     folder="$here"
   elif [[ -d "$here/../.gpu-bench" ]]; then
     folder="$(cd "$here/../.gpu-bench" && pwd)"
-  elif [[ -n "${BENCH_BIN:-}" && -f "$here/reference/gpu_bench.py" ]]; then
+  elif [[ -n "$checkout_helper" ]]; then
     # A dry run from a checkout that has built nothing for a GPU.
     mkdir -p "$here/../.gpu-bench"
     folder="$(cd "$here/../.gpu-bench" && pwd)"
@@ -189,12 +194,7 @@ run() {
   local models="${MODELS:-qwen2.5-coder-1.5b qwen2.5-coder-7b}"
   local batches="${BATCHES:-1,8,32,64}" prompt_tokens="${PROMPT_TOKENS:-512}"
   local decode_tokens="${DECODE_TOKENS:-32}" runs="${RUNS:-3}"
-  local helper="$folder/gpu_bench.py"
-  # With BENCH_BIN in a checkout, the checkout's helper goes with it, not the one carried beside
-  # an earlier build.
-  if [[ -n "${BENCH_BIN:-}" && -f "$here/reference/gpu_bench.py" ]]; then
-    helper="$here/reference/gpu_bench.py"
-  fi
+  local helper="${checkout_helper:-$folder/gpu_bench.py}"
   local device="${DEVICE:-cuda:0}" dtype="${DTYPE:-bf16}"
   export PYTHONUNBUFFERED=1
   mkdir -p "$work" "$out"

@@ -15,25 +15,18 @@
 use std::path::Path;
 
 use codesweep_engine::generate::batch::step_inputs;
+use codesweep_engine::kernels::math::argmax;
 use codesweep_engine::{parse_device, KvCache, Model};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// The largest entry and the largest other entry, each the first among equals.
+/// The largest entry and the largest other entry, each the first among equals, by the engine's
+/// own greedy choice ([`argmax`]), so a traced path is the one `generate` takes.
 fn top_two(logits: &[f32]) -> (usize, usize) {
-    let mut best = 0;
-    for (i, &v) in logits.iter().enumerate() {
-        if v > logits[best] {
-            best = i;
-        }
-    }
-    let mut second = usize::from(best == 0);
-    for (i, &v) in logits.iter().enumerate() {
-        if i != best && v > logits[second] {
-            second = i;
-        }
-    }
-    (best, second)
+    let best = argmax(logits);
+    let mut others = logits.to_vec();
+    others[best] = f32::NEG_INFINITY;
+    (best, argmax(&others))
 }
 
 fn main() -> BoxResult<()> {

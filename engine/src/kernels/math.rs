@@ -79,17 +79,18 @@ pub fn log_sum_exp_rows(rows: &[(&[f32], f32)]) -> Vec<f64> {
     // (row, part) tasks in row order; part sums land in their own slots.
     let tasks: Vec<(usize, usize)> =
         rows.iter().enumerate().flat_map(|(r, (values, _))| (0..values.len().div_ceil(SUM_PART)).map(move |p| (r, p))).collect();
-    let slots: Vec<std::sync::Mutex<[f64; 8]>> = tasks.iter().map(|_| std::sync::Mutex::new([0.0; 8])).collect();
+    let slots: Vec<std::sync::OnceLock<[f64; 8]>> = tasks.iter().map(|_| std::sync::OnceLock::new()).collect();
     candle_core::utils::barrier_pool().execute_chunked(tasks.len(), |range| {
         for task in range {
             let (r, p) = tasks[task];
             let (values, max) = rows[r];
             let end = ((p + 1) * SUM_PART).min(values.len());
             let lanes = sum_exp_part(&values[p * SUM_PART..end], max);
-            *slots[task].lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = lanes;
+            // Each task runs once, so its slot is empty.
+            let _ = slots[task].set(lanes);
         }
     });
-    let parts: Vec<[f64; 8]> = slots.into_iter().map(|slot| slot.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())).collect();
+    let parts: Vec<[f64; 8]> = slots.into_iter().map(|slot| slot.into_inner().unwrap_or_default()).collect();
     let mut first = 0;
     rows.iter()
         .map(|(values, _)| {
